@@ -1,0 +1,48 @@
+import type { AuditEntry } from '../audit-entry.ts';
+
+/** Change events fanned out to every replica (core pub/sub, not persisted). */
+export type ChangeEvent =
+  | { kind: 'policy.changed'; agentId: string; policyVersion: number }
+  | { kind: 'agent.changed'; agentId: string }
+  | { kind: 'key.revoked'; keyId: string; agentId: string };
+
+export interface AuditConsumerOptions {
+  /** Most entries handed to one `handle` call. */
+  batchSize: number;
+  /** Longest a partial batch waits before it is handled. */
+  maxWaitMs: number;
+  /** Receives a batch; resolving acknowledges every entry, throwing redelivers them later. */
+  handle(batch: AuditEntry[]): Promise<void>;
+  /** Told of each message that is not a valid audit entry (it goes to the dead-letter subject). */
+  onDeadLetter?(raw: string, error: string): void;
+}
+
+export interface AuditConsumer {
+  /** Handles everything already accepted, then stops. */
+  drain(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The message bus between services: NATS JetStream in split and cluster modes, an
+ * in-process queue with the same contract when `NATS_URL` is unset.
+ */
+export interface Bus {
+  readonly kind: 'nats' | 'memory';
+  /** Durably accepts an entry on `audit.entries.<agentId>`; a repeated id is stored once. */
+  publishAudit(entry: AuditEntry): Promise<void>;
+  /** Starts a writer on the shared durable consumer (several writers split the stream). */
+  consumeAudit(options: AuditConsumerOptions): Promise<AuditConsumer>;
+  publishChange(event: ChangeEvent): void;
+  onChange(handler: (event: ChangeEvent) => void): () => void;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function changeSubject(prefix: string, event: ChangeEvent): string {
+  switch (event.kind) {
+    case 'policy.changed': return `${prefix}policy.changed.${event.agentId}`;
+    case 'agent.changed': return `${prefix}agent.changed.${event.agentId}`;
+    case 'key.revoked': return `${prefix}key.revoked.${event.keyId}`;
+  }
+}

@@ -1,0 +1,99 @@
+import type { AuditEntry } from '../audit-entry.ts';
+import type { AuditConsumer, AuditConsumerOptions, Bus, ChangeEvent } from './bus.ts';
+
+const DEDUP_WINDOW = 100_000;
+
+/**
+ * The in-process bus used by `npm start` without `NATS_URL`: the same contract as the
+ * NATS bus (de-duplication by entry id, ack after the handler, redelivery on failure),
+ * held in memory. Shutdown drains it, so a clean stop loses nothing.
+ */
+export function createMemoryBus(): Bus {
+  const queue: AuditEntry[] = [];
+  const seen = new Set<string>();
+  const seenOrder: string[] = [];
+  const listeners = new Set<(event: ChangeEvent) => void>();
+  const wakers = new Set<() => void>();
+  let consumerCount = 0;
+
+  const wake = () => { for (const w of wakers) w(); };
+
+  return {
+    kind: 'memory',
+    async publishAudit(entry) {
+      if (seen.has(entry.id)) return;
+      seen.add(entry.id);
+      seenOrder.push(entry.id);
+      if (seenOrder.length > DEDUP_WINDOW) seen.delete(seenOrder.shift()!);
+      queue.push(entry);
+      wake();
+    },
+    async consumeAudit(options: AuditConsumerOptions): Promise<AuditConsumer> {
+      consumerCount += 1;
+      let running = true;
+      let inFlight: AuditEntry[] = [];
+      let wakeLoop: (() => void) | undefined;
+      const waker = () => wakeLoop?.();
+      wakers.add(waker);
+
+      const sleep = (ms: number) => new Promise<void>((resolve) => {
+        const timer = setTimeout(() => { wakeLoop = undefined; resolve(); }, ms);
+        wakeLoop = () => { clearTimeout(timer); wakeLoop = undefined; resolve(); };
+      });
+
+      const handleOnce = async (): Promise<boolean> => {
+        if (queue.length === 0) return true;
+        inFlight = queue.splice(0, options.batchSize);
+        try {
+          await options.handle(inFlight);
+          inFlight = [];
+          return true;
+        } catch {
+          queue.unshift(...inFlight); // redeliver, in order
+          inFlight = [];
+          return false;
+        }
+      };
+
+      const loop = (async () => {
+        let backoff = 100;
+        while (running) {
+          if (queue.length < options.batchSize) await sleep(queue.length === 0 ? 60_000 : options.maxWaitMs);
+          if (!running) break;
+          if (await handleOnce()) backoff = 100;
+          else { await sleep(backoff); backoff = Math.min(backoff * 2, 5_000); }
+        }
+      })();
+
+      const stop = async () => {
+        running = false;
+        waker();
+        await loop;
+        wakers.delete(waker);
+        consumerCount -= 1;
+      };
+
+      return {
+        async drain() {
+          await stop();
+          for (let attempt = 0; queue.length > 0 && attempt < 50; attempt++) {
+            if (!(await handleOnce())) await new Promise((r) => setTimeout(r, 200));
+          }
+        },
+        stop,
+      };
+    },
+    publishChange(event) {
+      for (const l of listeners) queueMicrotask(() => l(event));
+    },
+    onChange(handler) {
+      listeners.add(handler);
+      return () => listeners.delete(handler);
+    },
+    async ping() {},
+    async close() {
+      listeners.clear();
+      void consumerCount;
+    },
+  };
+}

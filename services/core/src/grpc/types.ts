@@ -1,0 +1,73 @@
+/** TypeScript shapes of the proto messages, as proto-loader delivers them (camelCase, longs as numbers). */
+
+export interface MemberMsg { id: string; role: string; status: string; email: string }
+
+export interface AuthorizeRequest {
+  agentId: string;
+  member: MemberMsg;
+  service: string;
+  tool: string;
+  toolArgsJson: string;
+  sessionId: string;
+  policyVersion: number;
+  nowMs: number;
+}
+
+export interface AuthorizeResponse {
+  decision: 'ALLOW' | 'DENY';
+  reason: string;
+  matchedPolicyKeys: string[];
+  matchedPolicyNames: string[];
+  matchedPolicyIds: string[];
+  policyVersionIds: string[];
+  principal: string;
+  action: string;
+  resource: string;
+  policyVersion: number;
+}
+
+export interface AuditFilterMsg {
+  agentIds: string[];
+  from: string;
+  to: string;
+  agent: string;
+  service: string;
+  tool: string;
+  result: string;
+  member: string;
+  policy: string;
+}
+
+export interface AuditEntryMsg {
+  id: string;
+  timestamp: string;
+  agentId: string;
+  agentName: string;
+  memberId: string;
+  memberName: string;
+  memberKeyId: string;
+  sessionId: string;
+  service: string;
+  tool: string;
+  action: string;
+  resource: string;
+  callerIp: string;
+  toolArgsJson: string;
+  decision: string;
+  reason: string;
+  matchedPolicyIds: string[];
+  matchedPolicyNames: string[];
+  matchedPolicyDbIds: string[];
+  policyVersionIds: string[];
+  durationMs: number;
+  principal: string;
+}
+
+export interface QueryRequest { filter: AuditFilterMsg; limit: number; offset: number }
+export interface QueryResponse { entries: AuditEntryMsg[]; total: number }
+export interface ExportRequest { filter: AuditFilterMsg; limit: number; offset: number; format: string; redactPolicyAgentIds: string[] }
+export interface ExportChunk { data: Buffer }
+export interface MembersRequest { agentIds: string[] }
+export interface MembersResponse { members: Array<{ memberId: string; memberName: string }> }
+export interface StatsRequest { agentIds: string[]; from: string; to: string }
+export interface StatsResponse { calls: number; allowed: number; denied: number }

@@ -1,0 +1,19 @@
+export { baseConfigShape, ConfigError, parseConfig, resolveSecret } from './config.ts';
+export { ApiError, statusOf, type ApiErrorCode } from './errors.ts';
+export { digestKey, displaySuffixOf, generateMemberKey, looksLikeMemberKey } from './keys.ts';
+export { redactToolArgs, REDACTED } from './redact.ts';
+export { auditEntrySchema, NO_FORBID_MATCHED, type AuditEntry, type Decision } from './audit-entry.ts';
+export {
+  connectors, getConnector, getTool, inputSchemaOf, isConnectorKey, prefixedToolName, splitToolName,
+  TIERS, TOOL_NAME_SEPARATOR,
+  type CatalogTool, type Connector, type OAuthKind, type ParamSpec, type Tier, type ToolInputSchema,
+} from './catalog/catalog.ts';
+export { actionUid, AGENT_TYPE, cedarNamespace, cedarString, entityUid, principalUid, PRINCIPAL_TYPE, resourceOf } from './cedar-naming.ts';
+export { openDatabase, type Database, type DatabaseHandle } from './db/database.ts';
+export * as schema from './db/schema/index.ts';
+export { changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus/bus.ts';
+export { createMemoryBus } from './bus/memory-bus.ts';
+export { createNatsBus, type NatsBusOptions } from './bus/nats-bus.ts';
+export { openBus } from './bus/open-bus.ts';
+export { AuditQueryService, bindServer, channelOptions, PolicyDecisionService } from './grpc/proto.ts';
+export type * from './grpc/types.ts';
