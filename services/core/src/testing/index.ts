@@ -1,0 +1,1 @@
+export { createTestDatabase, TEST_NATS_URL, TEST_POSTGRES_URL, uniqueSubjectPrefix, type TestDatabase } from './postgres.ts';
