@@ -17,3 +17,4 @@ export { createNatsBus, type NatsBusOptions } from './bus/nats-bus.ts';
 export { openBus } from './bus/open-bus.ts';
 export { AuditQueryService, bindServer, channelOptions, PolicyDecisionService } from './grpc/proto.ts';
 export type * from './grpc/types.ts';
+export { createMemberVault, openSealed, rewrapMemberVault, sealToMember, unwrapPrivateKey, VaultError, type MemberVault } from './vault.ts';

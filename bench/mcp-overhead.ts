@@ -1,0 +1,134 @@
+/**
+ * bench/mcp-overhead: what the gateway adds to a tool call.
+ *
+ * Starts the single-process product (gateway + policy + audit + sandbox) against the
+ * machine's Postgres, puts 100 forbid policies on the demo agent (none matching the call, so
+ * Cedar evaluates all of them), and measures `tools/call github__get_me`:
+ *   - direct: MCP SDK client → sandbox GitHub upstream
+ *   - gateway: MCP SDK client → /mcp → Cedar verdict over gRPC → upstream → audit on the bus
+ * both at a fixed 500 calls/s (latency p50/p99) and at saturation (64 in flight).
+ * Prints the figures, the added latency and the throughput ratio. Not a test: no assertions.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eq, sql } from 'drizzle-orm';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { connectors, openDatabase, schema } from '@portcullis/core';
+import { createTestDatabase } from '@portcullis/core/testing';
+import { freePort, startTs } from '../test/support/processes.ts';
+import { sandboxTokenIssuer } from '../test/support/fixtures.ts';
+
+const RATE = Number(process.env.BENCH_RATE ?? 500);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
+const POLICIES = Number(process.env.BENCH_POLICIES ?? 100);
+
+async function connect(url: string, token: string) {
+  const client = new Client({ name: 'bench', version: '1' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+  await client.connect(transport);
+  return client;
+}
+
+function percentile(sorted: number[], p: number) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Open loop at a fixed rate: latencies in ms. */
+async function fixedRate(call: () => Promise<unknown>, rate: number, seconds: number) {
+  const total = rate * seconds;
+  const interval = 1000 / rate;
+  const latencies: number[] = [];
+  const started = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = started + i * interval;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    pending.push((async () => {
+      const t0 = performance.now();
+      await call();
+      latencies.push(performance.now() - t0);
+    })());
+  }
+  await Promise.all(pending);
+  latencies.sort((a, b) => a - b);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), achieved: total / ((performance.now() - started) / 1000) };
+}
+
+/** Closed loop with `concurrency` in flight: calls per second. */
+async function saturation(call: () => Promise<unknown>, concurrency: number, seconds: number) {
+  let done = 0;
+  const until = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < until) { await call(); done++; }
+  }));
+  return done / ((performance.now() - started) / 1000);
+}
+
+async function main() {
+  const db = await createTestDatabase('bench');
+  const dataDir = mkdtempSync(join(tmpdir(), 'pc-bench-'));
+  const [port, sandboxPort] = await Promise.all([freePort(), freePort()]);
+  const product = startTs('services/standalone/src/main.ts', {
+    PORT: String(port), SANDBOX_PORT: String(sandboxPort), DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', MAIL_URL: `file://${dataDir}/outbox`,
+  }, 'standalone');
+  try {
+    const [, memberKey] = await product.waitFor(/Member key\s+(pcm_[A-Za-z0-9_-]{43})/, 120_000);
+    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+
+    // 100 enabled forbid policies on the demo agent, none of which matches get_me.
+    const handle = await openDatabase({ DATABASE_URL: db.url, DATA_DIR: dataDir });
+    const [agent] = await handle.db.select().from(schema.agents);
+    const otherTools = connectors.find((c) => c.key === 'github')!.tools.filter((t) => t.name !== 'get_me');
+    await handle.db.insert(schema.policies).values(Array.from({ length: POLICIES }, (_, i) => ({
+      agentId: agent!.id,
+      policyKey: `bench-${i}`,
+      name: `Bench policy ${i}`,
+      service: 'github',
+      effect: 'forbid' as const,
+      tools: [otherTools[i % otherTools.length]!.name],
+      principal: { type: 'all_members' as const },
+      denyMessage: `bench ${i}`,
+    })));
+    await handle.db.update(schema.agents).set({ policyVersion: sql`${schema.agents.policyVersion} + 1` }).where(eq(schema.agents.id, agent!.id));
+    await handle.close();
+
+    const token = await sandboxTokenIssuer(sandboxUrl)('github', { login: 'bench', name: 'Bench' });
+    const direct = await connect(`${sandboxUrl}/github/mcp`, token);
+    const gateway = await connect(`http://127.0.0.1:${port}/mcp`, memberKey!);
+    const callDirect = () => direct.callTool({ name: 'get_me', arguments: {} });
+    const callGateway = async () => {
+      const r = await gateway.callTool({ name: 'github__get_me', arguments: {} });
+      if (r.isError) throw new Error(`gateway denied the bench call: ${JSON.stringify(r.content)}`);
+    };
+
+    // Warm up both paths (JIT, connection pools, the PDP's prepared set).
+    for (let i = 0; i < 500; i++) { await callDirect(); await callGateway(); }
+
+    const dLat = await fixedRate(callDirect, RATE, SECONDS);
+    const gLat = await fixedRate(callGateway, RATE, SECONDS);
+    const dSat = await saturation(callDirect, CONCURRENCY, SECONDS);
+    const gSat = await saturation(callGateway, CONCURRENCY, SECONDS);
+
+    const f = (n: number) => n.toFixed(3);
+    console.log(`\nbench/mcp-overhead — tools/call github__get_me, ${POLICIES} policies on the agent, audit on`);
+    console.log(`fixed rate ${RATE} calls/s for ${SECONDS}s; saturation with ${CONCURRENCY} in flight for ${SECONDS}s; one 2-core machine, all on loopback\n`);
+    console.log('| path | p50 ms | p99 ms | achieved calls/s | saturation calls/s |');
+    console.log('|---|---:|---:|---:|---:|');
+    console.log(`| direct to sandbox upstream | ${f(dLat.p50)} | ${f(dLat.p99)} | ${dLat.achieved.toFixed(0)} | ${dSat.toFixed(0)} |`);
+    console.log(`| through the gateway | ${f(gLat.p50)} | ${f(gLat.p99)} | ${gLat.achieved.toFixed(0)} | ${gSat.toFixed(0)} |`);
+    console.log(`\nadded p50 ${f(gLat.p50 - dLat.p50)} ms (goal ≤ 0.5), added p99 ${f(gLat.p99 - dLat.p99)} ms (goal ≤ 2), saturation ratio ${(gSat / dSat).toFixed(2)} (goal ≥ 0.33)`);
+    await direct.close();
+    await gateway.close();
+  } finally {
+    await product.stop();
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();

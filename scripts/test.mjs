@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// `npm test`: makes sure what the suites need is on this machine, then runs every suite.
+// Postgres and NATS JetStream are started when stopped; Chromium is installed when missing.
+import { execSync, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, mkdtempSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const sh = (cmd) => execSync(cmd, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+
+function portOpen(port) {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => { socket.end(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function waitForPort(port, what, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await portOpen(port)) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} did not come up on port ${port}`);
+}
+
+async function ensurePostgres() {
+  if (await portOpen(5432)) return;
+  console.log('test: starting PostgreSQL');
+  const version = sh('ls /etc/postgresql').trim().split('\n')[0];
+  sh(`pg_ctlcluster --skip-systemctl-redirect ${version} main start`);
+  await waitForPort(5432, 'PostgreSQL');
+}
+
+async function ensureNats() {
+  if (await portOpen(4222)) return;
+  console.log('test: starting NATS with JetStream');
+  sh('mkdir -p /var/lib/nats-server');
+  sh('start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log');
+  await waitForPort(4222, 'NATS');
+}
+
+function ensureChromium() {
+  if (existsSync('/usr/bin/chromium')) return;
+  console.log('test: installing Debian chromium for the browser tests');
+  sh('apt-get update -qq');
+  sh('DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium');
+}
+
+await ensurePostgres();
+await ensureNats();
+ensureChromium();
+
+console.log('test: type-checking');
+const tsc = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { stdio: 'inherit' });
+if (tsc.status !== 0) {
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+}
+
+const report = join(mkdtempSync(join(tmpdir(), 'pc-test-')), 'vitest.json');
+const run = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)], { stdio: 'inherit' });
+if (existsSync(report)) {
+  const r = JSON.parse(readFileSync(report, 'utf8'));
+  const skipped = r.numPendingTests + r.numTodoTests;
+  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`);
+}
+process.exit(run.status ?? 1);

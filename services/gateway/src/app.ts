@@ -1,0 +1,87 @@
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import cookie from '@fastify/cookie';
+import * as grpc from '@grpc/grpc-js';
+import { ApiError, type Bus, type Database } from '@portcullis/core';
+import type { GatewayConfig } from './config.ts';
+import type { AuditClient } from './clients/audit-client.ts';
+import type { MemberKeyResolver } from './modules/identity/member-key-resolver.ts';
+import type { AuthService } from './modules/auth/auth-service.ts';
+import type { ToolCallService } from './mcp/tool-call-service.ts';
+import { mcpRoutes } from './mcp/mcp-route.ts';
+import { authRoutes } from './api/auth-router.ts';
+import { auditRoutes } from './api/audit-router.ts';
+import { statusRoutes, type HealthProbe } from './api/status-router.ts';
+import { homeRoutes } from './api/home-router.ts';
+import { sameOriginGuard } from './plugins/session-auth.ts';
+
+export interface AppDeps {
+  config: Pick<GatewayConfig, 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL'> & { publicUrl: string };
+  db: Database;
+  bus: Bus;
+  resolver: MemberKeyResolver;
+  toolCalls: ToolCallService;
+  auth: AuthService;
+  audit: AuditClient;
+  probes: Record<string, HealthProbe>;
+}
+
+/** Maps a gRPC failure from an internal service to the REST error it means for the caller. */
+function apiErrorOfGrpc(err: grpc.ServiceError): ApiError {
+  if (err.code === grpc.status.INVALID_ARGUMENT) return new ApiError('invalid_request', err.details || 'Invalid request');
+  return new ApiError('unavailable', 'A backing service is unavailable; try again shortly.');
+}
+
+/** Builds the gateway without listening: `/mcp` and `/api`. Tests use `app.inject()`. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: deps.config.LOG_LEVEL === 'silent' ? false : {
+      level: deps.config.LOG_LEVEL,
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[REDACTED]' },
+    },
+    trustProxy: deps.config.TRUST_PROXY,
+    bodyLimit: deps.config.API_BODY_LIMIT_BYTES,
+    genReqId: () => crypto.randomUUID(),
+    disableRequestLogging: true,
+  });
+
+  app.setErrorHandler((error: FastifyError | ApiError | grpc.ServiceError, request, reply) => {
+    let apiError: ApiError;
+    if (error instanceof ApiError) apiError = error;
+    else if ('code' in error && typeof error.code === 'number' && 'details' in error) apiError = apiErrorOfGrpc(error as grpc.ServiceError);
+    else if ((error as FastifyError).statusCode === 413) apiError = new ApiError('payload_too_large', 'The request body is too large.');
+    else if ((error as FastifyError).code === 'FST_ERR_CTP_INVALID_JSON' || (error as FastifyError).code === 'FST_ERR_CTP_EMPTY_JSON_BODY') apiError = new ApiError('invalid_request', 'The body is not valid JSON.');
+    else if ((error as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') apiError = new ApiError('invalid_request', 'Send the body as application/json.');
+    else if ((error as FastifyError).statusCode && (error as FastifyError).statusCode! < 500) apiError = new ApiError('invalid_request', 'The request is malformed.');
+    else {
+      request.log.error({ err: error }, 'unhandled error');
+      return reply.code(500).send({ error: { code: 'internal', message: 'Something went wrong on our side.', requestId: request.id } });
+    }
+    if (request.url.startsWith('/mcp')) {
+      return reply.code(apiError.status).send({ jsonrpc: '2.0', error: { code: -32600, message: apiError.message }, id: null });
+    }
+    return reply.code(apiError.status).send(apiError.toBody(request.id));
+  });
+
+  app.setNotFoundHandler((request, reply) => reply.code(404).send(new ApiError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`).toBody(request.id)));
+
+  await app.register(cookie);
+
+  await app.register(async (mcp) => {
+    await mcpRoutes(mcp, {
+      resolver: deps.resolver,
+      toolCalls: deps.toolCalls,
+      bodyLimit: deps.config.MCP_BODY_LIMIT_BYTES,
+      sessionIdleMs: 30 * 60_000,
+    });
+  });
+
+  await app.register(async (api) => {
+    api.addHook('onRequest', sameOriginGuard([deps.config.publicUrl]));
+    await authRoutes(api, { auth: deps.auth, secureCookies: deps.config.publicUrl.startsWith('https:'), sessionMaxMs: deps.config.SESSION_MAX_MINUTES * 60_000 });
+    await auditRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
+    await statusRoutes(api, { probes: deps.probes });
+    await homeRoutes(api, { publicUrl: deps.config.publicUrl });
+  });
+
+  return app;
+}

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { baseConfigShape, connectors, ConfigError, parseConfig } from '@portcullis/core';
+
+const durationMinutes = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const gatewayShape = {
+  ...baseConfigShape,
+  PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  /** The address people and agents use; links in e-mails and the banner are built from it. */
+  PUBLIC_URL: z.string().url().optional(),
+  /** Where the policy decision service answers gRPC. */
+  POLICY_URL: z.string().min(1).default('127.0.0.1:50051'),
+  /** Where the audit service answers gRPC. */
+  AUDIT_URL: z.string().min(1).default('127.0.0.1:50052'),
+  /** `smtp://…`, `file://<dir>` or `log` (refused in production). */
+  MAIL_URL: z.string().regex(/^(smtps?:\/\/.+|file:\/\/.+|log)$/, 'must be smtp://…, file://<dir> or log').optional(),
+  MAIL_FROM: z.string().default('Portcullis <no-reply@portcullis.local>'),
+  /** Largest `/mcp` request body, in bytes. */
+  MCP_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  /** Largest `/api` request body, in bytes. */
+  API_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(65_536),
+  /** Deadline for one Authorize call to the policy service. */
+  POLICY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
+  /** Deadline for one upstream tool call. */
+  UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  SESSION_IDLE_MINUTES: durationMinutes(60 * 12),
+  SESSION_MAX_MINUTES: durationMinutes(60 * 24 * 14),
+  /** Honour X-Forwarded-For from a load balancer in front. */
+  TRUST_PROXY: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
+  ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, z.string().url().optional()])),
+};
+
+export type GatewayConfig = z.infer<z.ZodObject<typeof gatewayShape>> & {
+  /** Per-connector upstream MCP URL: the catalog's, unless configured otherwise. */
+  upstreamUrls: Record<string, string>;
+  secret: string;
+};
+
+/** Reads the gateway's configuration and applies the startup guard. */
+export function loadGatewayConfig(env: NodeJS.ProcessEnv, secret: string): GatewayConfig {
+  const parsed = parseConfig(gatewayShape, env);
+  const problems: string[] = [];
+  const mailUrl = parsed.MAIL_URL ?? (parsed.NODE_ENV === 'production' ? undefined : 'log');
+  if (parsed.NODE_ENV === 'production') {
+    if (!mailUrl) problems.push('  MAIL_URL: required when NODE_ENV=production');
+    if (mailUrl === 'log') problems.push('  MAIL_URL: "log" would print sign-in codes; refused when NODE_ENV=production');
+    if (!parsed.PUBLIC_URL) problems.push('  PUBLIC_URL: required when NODE_ENV=production');
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+  const record = parsed as Record<string, unknown>;
+  const upstreamUrls = Object.fromEntries(
+    connectors.map((c) => [c.key, (record[`UPSTREAM_${c.key.toUpperCase()}_URL`] as string | undefined) ?? c.remoteUrl]),
+  );
+  return { ...parsed, MAIL_URL: mailUrl, upstreamUrls, secret } as GatewayConfig;
+}

@@ -1,0 +1,76 @@
+import type { FastifyInstance } from 'fastify';
+import type { Bus, Database } from '@portcullis/core';
+import type { GatewayConfig } from './config.ts';
+import { buildApp } from './app.ts';
+import { createAuditClient } from './clients/audit-client.ts';
+import { createPolicyClient } from './clients/policy-client.ts';
+import { createUpstreamPool } from './clients/upstream-pool.ts';
+import { createAuditPublisher } from './modules/audit/audit-publisher.ts';
+import { createAuthService } from './modules/auth/auth-service.ts';
+import { createMemberKeyResolver } from './modules/identity/member-key-resolver.ts';
+import { createMailer } from './modules/mail/mailer.ts';
+import { createToolCallService } from './mcp/tool-call-service.ts';
+
+export interface Gateway {
+  /** Where it listens, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  app: FastifyInstance;
+  /** Stops taking requests, then waits until every audit entry was accepted by the bus. */
+  close(): Promise<void>;
+}
+
+/**
+ * Wires the gateway's real dependencies and listens. `deps` are the handles that may be
+ * shared with other services in one process (database, bus).
+ */
+export async function startGateway(config: GatewayConfig, deps: { db: Database; bus: Bus; dbPing: () => Promise<void>; log?: (line: string) => void; now?: () => number }): Promise<Gateway> {
+  const log = deps.log ?? ((line: string) => process.stdout.write(line + '\n'));
+  const policy = createPolicyClient(config.POLICY_URL, config.POLICY_TIMEOUT_MS);
+  const audit = createAuditClient(config.AUDIT_URL);
+  const upstream = createUpstreamPool({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+  const publisher = createAuditPublisher({ bus: deps.bus });
+  const resolver = createMemberKeyResolver({ db: deps.db, bus: deps.bus });
+  const toolCalls = createToolCallService({ policy, upstream, audit: publisher, upstreamUrls: config.upstreamUrls, ...(deps.now ? { now: deps.now } : {}) });
+  const publicUrlGuess = config.PUBLIC_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
+  const auth = createAuthService({
+    db: deps.db,
+    mailer: createMailer(config.MAIL_URL!, config.MAIL_FROM, log),
+    secret: config.secret,
+    publicUrl: publicUrlGuess,
+    sessions: { idleMs: config.SESSION_IDLE_MINUTES * 60_000, maxMs: config.SESSION_MAX_MINUTES * 60_000 },
+  });
+
+  const app = await buildApp({
+    config: { ...config, publicUrl: publicUrlGuess },
+    db: deps.db,
+    bus: deps.bus,
+    resolver,
+    toolCalls,
+    auth,
+    audit,
+    probes: {
+      database: deps.dbPing,
+      bus: () => deps.bus.ping(),
+      policy: () => new Promise((resolve, reject) => {
+        policy.authorize({ agentId: '00000000-0000-0000-0000-000000000000', member: { id: '', role: '', status: '', email: '' }, service: 'github', tool: 'get_me', toolArgsJson: '{}', sessionId: '', policyVersion: 0, nowMs: 0 })
+          .then(() => resolve(), reject);
+      }),
+      audit: () => audit.stats({ agentIds: [], from: '', to: '' }).then(() => undefined),
+    },
+  });
+  const address = await app.listen({ port: config.PORT, host: config.HOST });
+  const url = config.PUBLIC_URL ?? address.replace('[::1]', 'localhost');
+
+  return {
+    url,
+    app,
+    async close() {
+      await app.close();
+      await publisher.flush();
+      await resolver.close();
+      await upstream.close();
+      policy.close();
+      audit.close();
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import { performance } from 'node:perf_hooks';
+import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { uuidv7 } from 'uuidv7';
+import {
+  actionUid, getConnector, getTool, NO_FORBID_MATCHED, openSealed, principalUid, redactToolArgs, resourceOf, splitToolName,
+  type AuditEntry, type AuthorizeResponse,
+} from '@portcullis/core';
+import type { PolicyClient } from '../clients/policy-client.ts';
+import { UpstreamError, type UpstreamPool } from '../clients/upstream-pool.ts';
+import type { AuditPublisher } from '../modules/audit/audit-publisher.ts';
+import type { MemberConnection, MemberContext } from '../modules/identity/member-context.ts';
+
+export const POLICY_UNAVAILABLE = 'Policy service unavailable: the call was denied because no verdict could be obtained';
+
+export interface ToolCallRequest {
+  name: string;
+  args: Record<string, unknown>;
+  sessionId: string | undefined;
+  callerIp: string;
+}
+
+interface Verdict {
+  decision: 'ALLOW' | 'DENY';
+  reason: string;
+  response: AuthorizeResponse | undefined;
+}
+
+/**
+ * The path of one tool call: resolve the prefixed name, get a verdict from the PDP, forward
+ * an allowed call upstream with the member's own token, and audit the outcome either way.
+ * Nothing is forwarded without an ALLOW verdict.
+ */
+export function createToolCallService(deps: {
+  policy: PolicyClient;
+  upstream: UpstreamPool;
+  audit: AuditPublisher;
+  upstreamUrls: Record<string, string>;
+  now?: () => number;
+}) {
+  const openedTokens = new WeakMap<MemberContext, Map<string, string>>();
+
+  function accessTokenOf(context: MemberContext, connection: MemberConnection): string {
+    let cache = openedTokens.get(context);
+    if (!cache) { cache = new Map(); openedTokens.set(context, cache); }
+    const cacheKey = `${connection.id}:${connection.updatedAt.getTime()}`;
+    let token = cache.get(cacheKey);
+    if (token === undefined) {
+      if (!context.vaultPrivateKey) throw new UpstreamError('This connection was made under an earlier member key and cannot be read; reset the lost key and reconnect the service.', 'unauthorized');
+      const sealed = JSON.parse(openSealed(context.vaultPrivateKey, connection.sealedTokens)) as { accessToken: string };
+      token = sealed.accessToken;
+      cache.set(cacheKey, token);
+    }
+    return token;
+  }
+
+  function baseEntry(context: MemberContext, request: ToolCallRequest, service: string, tool: string): Omit<AuditEntry, 'decision' | 'reason' | 'durationMs' | 'matchedPolicyIds' | 'matchedPolicyNames' | 'policyVersionIds' | 'policyDbIds'> {
+    return {
+      id: uuidv7(),
+      timestamp: new Date(deps.now?.() ?? Date.now()).toISOString(),
+      agentId: context.agentId,
+      agentName: context.agentName,
+      memberId: context.memberId,
+      memberName: context.memberEmail,
+      memberKeyId: context.keyId,
+      ...(request.sessionId ? { sessionId: request.sessionId } : {}),
+      service,
+      tool,
+      action: actionUid(service, tool),
+      resource: resourceOf(service, request.args).uid,
+      callerIp: request.callerIp,
+      toolArgs: redactToolArgs(request.args),
+      principal: principalUid(context.memberId),
+    };
+  }
+
+  async function decide(context: MemberContext, request: ToolCallRequest, service: string, tool: string): Promise<Verdict> {
+    try {
+      const response = await deps.policy.authorize({
+        agentId: context.agentId,
+        member: { id: context.memberId, role: context.memberRole, status: context.memberStatus, email: context.memberEmail },
+        service,
+        tool,
+        toolArgsJson: JSON.stringify(request.args),
+        sessionId: request.sessionId ?? '',
+        policyVersion: context.agentPolicyVersion,
+        nowMs: deps.now?.() ?? 0,
+      });
+      return { decision: response.decision === 'ALLOW' ? 'ALLOW' : 'DENY', reason: response.reason, response };
+    } catch {
+      return { decision: 'DENY', reason: POLICY_UNAVAILABLE, response: undefined };
+    }
+  }
+
+  function denyResult(reason: string): CallToolResult {
+    return { isError: true, content: [{ type: 'text', text: reason }] };
+  }
+
+  return {
+    async callTool(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult> {
+      const started = performance.now();
+      const parts = splitToolName(request.name);
+      if (!parts || !getTool(parts.service, parts.tool)) {
+        throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${request.name}". Tool names are <service>__<tool>, exactly as tools/list shows them.`);
+      }
+      const { service, tool } = parts;
+      const base = baseEntry(context, request, service, tool);
+      const finish = (verdict: Verdict, reason = verdict.reason) => {
+        const r = verdict.response;
+        deps.audit.publish({
+          ...base,
+          ...(r ? { action: r.action || base.action, resource: r.resource || base.resource, principal: r.principal || base.principal } : {}),
+          decision: verdict.decision,
+          reason,
+          matchedPolicyIds: r?.matchedPolicyKeys ?? [],
+          matchedPolicyNames: r?.matchedPolicyNames ?? [],
+          policyDbIds: r?.matchedPolicyIds ?? [],
+          policyVersionIds: r?.policyVersionIds ?? [],
+          durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        });
+      };
+
+      const connection = context.connections.find((c) => c.service === service);
+      if (!context.allowedServices.includes(service) || !connection) {
+        const label = getConnector(service)!.label;
+        const reason = !context.allowedServices.includes(service)
+          ? `${label} is not enabled on this agent`
+          : `${label} is not connected for this member; connect it in the dashboard first`;
+        finish({ decision: 'DENY', reason, response: undefined });
+        return denyResult(reason);
+      }
+
+      const verdict = await decide(context, request, service, tool);
+      if (verdict.decision === 'DENY') {
+        finish(verdict);
+        return denyResult(verdict.reason);
+      }
+
+      try {
+        const result = await deps.upstream.callTool(
+          { memberId: context.memberId, service, url: deps.upstreamUrls[service]!, accessToken: accessTokenOf(context, connection) },
+          tool,
+          request.args,
+        );
+        finish(verdict);
+        return result;
+      } catch (err) {
+        const message = err instanceof UpstreamError ? err.message : 'The connector failed.';
+        finish(verdict, `${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${message}`);
+        throw new McpError(ErrorCode.InternalError, `${getConnector(service)!.label}: ${message}`);
+      }
+    },
+
+    /** Audits a request refused before any tool ran (disabled agent). */
+    auditRefusedRequest(context: MemberContext, request: ToolCallRequest & { method: string }, reason: string) {
+      const parts = splitToolName(request.name);
+      const service = parts?.service ?? '';
+      const tool = parts?.tool ?? request.method;
+      const entry = parts ? baseEntry(context, request, service, tool) : {
+        ...baseEntry(context, request, 'portcullis', tool),
+        service: '',
+        action: `Portcullis::Action::${JSON.stringify(request.method)}`,
+        resource: `Portcullis::Agent::${JSON.stringify(context.agentId)}`,
+      };
+      deps.audit.publish({
+        ...entry,
+        decision: 'DENY',
+        reason,
+        matchedPolicyIds: [],
+        matchedPolicyNames: [],
+        policyDbIds: [],
+        policyVersionIds: [],
+        durationMs: 0,
+      });
+    },
+  };
+}
+
+export type ToolCallService = ReturnType<typeof createToolCallService>;

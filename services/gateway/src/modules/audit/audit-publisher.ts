@@ -1,0 +1,67 @@
+import type { AuditEntry, Bus } from '@portcullis/core';
+
+export interface AuditPublisher {
+  /** Hands an entry to the bus without blocking the caller's response. */
+  publish(entry: AuditEntry): void;
+  /** Resolves when every entry handed over so far has been accepted by the bus. */
+  flush(): Promise<void>;
+  readonly failures: number;
+}
+
+/**
+ * Publishes entries with a bounded number of acknowledgements in flight. An entry the bus
+ * refuses is retried with backoff (its id makes a repeat harmless), so a passing bus outage
+ * delays entries rather than losing them.
+ */
+export function createAuditPublisher(deps: { bus: Bus; maxInFlight?: number; onError?: (err: unknown) => void }): AuditPublisher {
+  const maxInFlight = deps.maxInFlight ?? 1_024;
+  const waiting: AuditEntry[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let failures = 0;
+  let idle: Array<() => void> = [];
+
+  const settleIdle = () => {
+    if (waiting.length === 0 && inFlight.size === 0) { for (const r of idle) r(); idle = []; }
+  };
+
+  const send = (entry: AuditEntry, attempt: number) => {
+    const p: Promise<void> = deps.bus.publishAudit(entry).then(
+      () => undefined,
+      (err: unknown) => {
+        failures += 1;
+        deps.onError?.(err);
+        return new Promise<void>((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 5_000))).then(() => {
+          waiting.unshift(entry);
+          retryAttempts.set(entry.id, attempt + 1);
+        });
+      },
+    ).finally(() => {
+      inFlight.delete(p);
+      pump();
+      settleIdle();
+    });
+    inFlight.add(p);
+  };
+
+  const retryAttempts = new Map<string, number>();
+  const pump = () => {
+    while (inFlight.size < maxInFlight && waiting.length > 0) {
+      const entry = waiting.shift()!;
+      const attempt = retryAttempts.get(entry.id) ?? 0;
+      retryAttempts.delete(entry.id);
+      send(entry, attempt);
+    }
+  };
+
+  return {
+    publish(entry) {
+      waiting.push(entry);
+      pump();
+    },
+    flush() {
+      if (waiting.length === 0 && inFlight.size === 0) return Promise.resolve();
+      return new Promise((resolve) => idle.push(resolve));
+    },
+    get failures() { return failures; },
+  };
+}

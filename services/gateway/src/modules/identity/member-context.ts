@@ -1,0 +1,27 @@
+import type { KeyObject } from 'node:crypto';
+
+/** Everything a `/mcp` request needs to know about the caller, resolved from its member key. */
+export interface MemberContext {
+  keyId: string;
+  memberId: string;
+  memberEmail: string;
+  memberRole: 'owner' | 'member';
+  memberStatus: 'pending' | 'approved' | 'rejected';
+  agentId: string;
+  agentName: string;
+  agentStatus: 'active' | 'disabled';
+  agentPolicyVersion: number;
+  allowedServices: string[];
+  connections: MemberConnection[];
+  /** The member's vault key, unwrapped with the presented member key; absent when it cannot be. */
+  vaultPrivateKey: KeyObject | undefined;
+}
+
+export interface MemberConnection {
+  id: string;
+  service: string;
+  identityInfo: Record<string, unknown>;
+  sealedTokens: string;
+  status: 'active' | 'needs_reauth';
+  updatedAt: Date;
+}
