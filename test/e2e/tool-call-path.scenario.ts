@@ -42,11 +42,11 @@ export async function exerciseToolCallPath(p: ProductUnderTest): Promise<{ allow
     const expected = connectors.filter((c) => DEMO_CONNECTED_SERVICES.includes(c.key)).flatMap((c) => c.tools.map((t) => `${c.key}__${t.name}`));
     expect(tools.map((t) => t.name).sort()).toEqual(expected.sort());
     expect(tools.some((t) => t.name.startsWith('stripe__'))).toBe(false); // enabled, not connected
-    const createIssue = tools.find((t) => t.name === 'github__create_issue');
-    expect(createIssue?._meta).toEqual({ portcullis_service: 'github', portcullis_service_label: 'GitHub' });
-    expect(createIssue?.inputSchema.type).toBe('object');
-    expect(createIssue?.inputSchema.properties).toHaveProperty('owner');
-    expect(createIssue?.description).toBeTruthy();
+    const issueWrite = tools.find((t) => t.name === 'github__issue_write');
+    expect(issueWrite?._meta).toEqual({ portcullis_service: 'github', portcullis_service_label: 'GitHub' });
+    expect(issueWrite?.inputSchema.type).toBe('object');
+    expect(issueWrite?.inputSchema.properties).toHaveProperty('owner');
+    expect(issueWrite?.description).toBeTruthy();
 
     // An allowed call returns the sandbox's result, made with the member's own token.
     const allowed = await client.callTool({ name: 'github__get_file_contents', arguments: { owner: 'acme', repo: 'api', path: 'README.md' } });

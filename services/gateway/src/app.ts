@@ -1,4 +1,4 @@
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import * as grpc from '@grpc/grpc-js';
 import { ApiError, type Bus, type Database } from '@portcullis/core';
@@ -41,7 +41,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: deps.config.TRUST_PROXY,
     bodyLimit: deps.config.API_BODY_LIMIT_BYTES,
     genReqId: () => crypto.randomUUID(),
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   });
 
   app.setErrorHandler((error: FastifyError | ApiError | grpc.ServiceError, request, reply) => {

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import * as grpc from '@grpc/grpc-js';
 import type { Bus, Database } from '@portcullis/core';
 import type { GatewayConfig } from './config.ts';
 import { buildApp } from './app.ts';
@@ -51,10 +52,11 @@ export async function startGateway(config: GatewayConfig, deps: { db: Database; 
     probes: {
       database: deps.dbPing,
       bus: () => deps.bus.ping(),
-      policy: () => new Promise((resolve, reject) => {
-        policy.authorize({ agentId: '00000000-0000-0000-0000-000000000000', member: { id: '', role: '', status: '', email: '' }, service: 'github', tool: 'get_me', toolArgsJson: '{}', sessionId: '', policyVersion: 0, nowMs: 0 })
-          .then(() => resolve(), reject);
-      }),
+      // Any answer from the PDP, even a refusal of the probe's empty request, means it is up.
+      policy: () => policy.authorize({ agentId: '00000000-0000-0000-0000-000000000000', member: { id: '00000000-0000-0000-0000-000000000000', role: 'member', status: 'approved', email: '' }, service: 'github', tool: 'get_me', toolArgsJson: '{}', sessionId: '', policyVersion: 0, nowMs: 0 })
+        .then(() => undefined, (err: { code?: number }) => {
+          if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) throw err;
+        }),
       audit: () => audit.stats({ agentIds: [], from: '', to: '' }).then(() => undefined),
     },
   });
