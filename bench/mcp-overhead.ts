@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { eq, sql } from 'drizzle-orm';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { connectors, openDatabase, schema } from '@portcullis/core';
+import { connectors, isolatingFetch, openDatabase, schema } from '@portcullis/core';
 import { createTestDatabase } from '@portcullis/core/testing';
 import { freePort, startTs } from '../test/support/processes.ts';
 import { sandboxTokenIssuer } from '../test/support/fixtures.ts';
@@ -27,7 +27,7 @@ const POLICIES = Number(process.env.BENCH_POLICIES ?? 100);
 
 async function connect(url: string, token: string) {
   const client = new Client({ name: 'bench', version: '1' });
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: isolatingFetch, requestInit: { headers: { Authorization: `Bearer ${token}` } } });
   await client.connect(transport);
   return client;
 }

@@ -18,3 +18,4 @@ export { openBus } from './bus/open-bus.ts';
 export { AuditQueryService, bindServer, channelOptions, PolicyDecisionService } from './grpc/proto.ts';
 export type * from './grpc/types.ts';
 export { createMemberVault, openSealed, rewrapMemberVault, sealToMember, unwrapPrivateKey, VaultError, type MemberVault } from './vault.ts';
+export { isolatingFetch } from './mcp/isolating-fetch.ts';

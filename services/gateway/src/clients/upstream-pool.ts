@@ -1,7 +1,7 @@
-import { setMaxListeners } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { isolatingFetch } from '@portcullis/core';
 
 /** Raised when an upstream connector fails; the message is safe to show the caller. */
 export class UpstreamError extends Error {
@@ -21,28 +21,10 @@ interface PooledClient { client: Client; token: string; lastUsed: number; ready:
 
 /**
  * One MCP client session per (member, connector), reused across calls and closed when idle.
- * Every request gets its own AbortController bridged from the transport's, which keeps undici
- * from piling abort listeners on one signal under load (stack-notes, MCP gotcha 2).
  */
 export function createUpstreamPool(options: { timeoutMs: number; idleMs?: number }): UpstreamPool {
   const pool = new Map<string, PooledClient>();
   const idleMs = options.idleMs ?? 5 * 60_000;
-
-  const isolatingFetch: typeof fetch = async (input, init) => {
-    const parent = init?.signal;
-    const controller = new AbortController();
-    const bridge = () => controller.abort(parent?.reason);
-    if (parent) {
-      setMaxListeners(0, parent);
-      if (parent.aborted) controller.abort(parent.reason);
-      else parent.addEventListener('abort', bridge, { once: true });
-    }
-    try {
-      return await fetch(input, { ...init, signal: controller.signal });
-    } finally {
-      parent?.removeEventListener('abort', bridge);
-    }
-  };
 
   const sweep = setInterval(() => {
     const now = Date.now();

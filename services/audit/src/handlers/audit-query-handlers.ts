@@ -1,0 +1,19 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { MembersRequest, QueryRequest, StatsRequest } from '@portcullis/core';
+import type { AuditStore } from '../store/audit-store.ts';
+import { exportHandler } from './export.ts';
+import type { AuditLogger } from './grpc-errors.ts';
+import { handleMembers } from './members.ts';
+import { handleQuery } from './query.ts';
+import { handleStats } from './stats.ts';
+import { unaryHandler } from './unary.ts';
+
+/** The `portcullis.audit.v1.AuditQuery` implementation over `store`. */
+export function createAuditQueryHandlers(deps: { store: AuditStore; log: AuditLogger }): grpc.UntypedServiceImplementation {
+  return {
+    Query: unaryHandler('Query', deps.log, (request: QueryRequest) => handleQuery(deps, request)),
+    Export: exportHandler(deps),
+    Members: unaryHandler('Members', deps.log, (request: MembersRequest) => handleMembers(deps, request)),
+    Stats: unaryHandler('Stats', deps.log, (request: StatsRequest) => handleStats(deps, request)),
+  };
+}

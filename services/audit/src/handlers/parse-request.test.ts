@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import type { AuditFilterMsg, ExportRequest, QueryRequest } from '@portcullis/core';
+import { InvalidArgumentError, parseExportRequest, parseFilter, parseInstant, parseQueryRequest, parseStatsRequest } from './parse-request.ts';
+
+const emptyFilter: AuditFilterMsg = { agentIds: ['a1'], from: '', to: '', agent: '', service: '', tool: '', result: '', member: '', policy: '' };
+const query = (over: Partial<QueryRequest> & { filter?: Partial<AuditFilterMsg> } = {}): QueryRequest =>
+  ({ limit: 0, offset: 0, ...over, filter: { ...emptyFilter, ...over.filter } });
+
+describe('parseInstant', () => {
+  it.each([
+    ['2026-10-01T12:34:56.789Z', 'from', '2026-10-01T12:34:56.789Z'],
+    ['2026-10-01T12:34:56Z', 'to', '2026-10-01T12:34:56.000Z'],
+    ['2026-10-01T14:34:56.789+02:00', 'from', '2026-10-01T12:34:56.789Z'],
+    ['2026-10-01T10:34:56.789-0200', 'from', '2026-10-01T12:34:56.789Z'],
+    ['2026-10-01T12:34Z', 'from', '2026-10-01T12:34:00.000Z'],
+    ['2026-10-01T12:34:56.7891234Z', 'from', '2026-10-01T12:34:56.789Z'],
+    ['2026-10-01 12:34:56', 'from', '2026-10-01T12:34:56.000Z'],
+    ['2026-10-01', 'from', '2026-10-01T00:00:00.000Z'],
+    ['2026-10-01', 'to', '2026-10-01T23:59:59.999Z'],
+    ['2024-02-29', 'to', '2024-02-29T23:59:59.999Z'],
+    ['1000-01-01', 'from', '1900-01-01T00:00:00.000Z'],
+    ['9999-12-31', 'to', '2299-12-31T23:59:59.999Z'],
+  ] as const)('%s as %s → %s', (input, bound, expected) => {
+    expect(parseInstant(input, 'filter.x', bound)?.toISOString()).toBe(expected);
+  });
+
+  it('treats an empty string as no bound', () => {
+    expect(parseInstant('', 'filter.from', 'from')).toBeUndefined();
+  });
+
+  it.each(['yesterday', '2026-13-01', '2026-02-30', '2025-02-29', '2026-10-01T24:00:00Z', '2026-10-01T12:60Z', '2026-10-01T12:00:00+25:00',
+    '2026-10-01T12:00:00Zjunk', "2026-10-01' OR 1=1 --", '1696161600000', '2026/10/01'])('rejects %j', (input) => {
+    expect(() => parseInstant(input, 'filter.from', 'from')).toThrow(InvalidArgumentError);
+    expect(() => parseInstant(input, 'filter.from', 'from')).toThrow(/filter\.from/);
+  });
+});
+
+describe('parseFilter', () => {
+  it('maps empty strings to absent filters', () => {
+    expect(parseFilter(emptyFilter)).toEqual({ agentIds: ['a1'] });
+  });
+
+  it('treats a missing filter message as "no agents"', () => {
+    expect(parseFilter(null)).toEqual({ agentIds: [] });
+  });
+
+  it('keeps every set filter', () => {
+    const filter = parseFilter({ ...emptyFilter, from: '2026-10-01', to: '2026-10-02', agent: 'sup', service: 'github', tool: 'issue', result: 'DENY', member: 'm', policy: 'p' });
+    expect(filter).toEqual({
+      agentIds: ['a1'], from: new Date('2026-10-01T00:00:00.000Z'), to: new Date('2026-10-02T23:59:59.999Z'),
+      agent: 'sup', service: 'github', tool: 'issue', result: 'DENY', member: 'm', policy: 'p',
+    });
+  });
+
+  it.each([
+    [{ result: 'deny' }, /filter\.result must be ALLOW or DENY/],
+    [{ result: 'MAYBE' }, /filter\.result/],
+    [{ from: '2026-10-02', to: '2026-10-01' }, /filter\.from .* is after filter\.to/],
+    [{ agentIds: [''] }, /filter\.agent_ids/],
+    [{ tool: 'x'.repeat(513) }, /filter\.tool must be at most 512/],
+  ] as const)('rejects %j', (over, message) => {
+    expect(() => parseFilter({ ...emptyFilter, ...over } as AuditFilterMsg)).toThrow(message);
+  });
+});
+
+describe('parseQueryRequest', () => {
+  it.each([
+    [0, 500], [1, 1], [500, 500], [501, 500], [100_000, 500],
+  ])('limit %i → %i', (limit, expected) => {
+    expect(parseQueryRequest(query({ limit })).page.limit).toBe(expected);
+  });
+
+  it('rejects a negative limit or offset', () => {
+    expect(() => parseQueryRequest(query({ limit: -1 }))).toThrow(/limit must be a non-negative integer/);
+    expect(() => parseQueryRequest(query({ offset: -5 }))).toThrow(/offset must be a non-negative integer/);
+  });
+});
+
+describe('parseExportRequest', () => {
+  const exportRequest = (over: Partial<ExportRequest> = {}): ExportRequest =>
+    ({ filter: emptyFilter, limit: 0, offset: 0, format: '', redactPolicyAgentIds: [], ...over });
+
+  it('defaults to CSV and every row', () => {
+    const parsed = parseExportRequest(exportRequest());
+    expect(parsed.format).toBe('csv');
+    expect(parsed.page).toEqual({ limit: 0, offset: 0 });
+  });
+
+  it('does not clamp an explicit export limit', () => {
+    expect(parseExportRequest(exportRequest({ limit: 5_000, format: 'ndjson' })).page.limit).toBe(5_000);
+  });
+
+  it('rejects an unknown format', () => {
+    expect(() => parseExportRequest(exportRequest({ format: 'xlsx' }))).toThrow(/format must be csv or ndjson/);
+  });
+
+  it('collects the agents to redact', () => {
+    expect([...parseExportRequest(exportRequest({ redactPolicyAgentIds: ['a1', 'a2'] })).redactPolicyAgentIds]).toEqual(['a1', 'a2']);
+  });
+});
+
+describe('parseStatsRequest', () => {
+  it('validates the range', () => {
+    expect(parseStatsRequest({ agentIds: ['a1'], from: '2026-10-01', to: '' })).toEqual({ agentIds: ['a1'], from: new Date('2026-10-01T00:00:00.000Z'), to: undefined });
+    expect(() => parseStatsRequest({ agentIds: ['a1'], from: 'nope', to: '' })).toThrow(InvalidArgumentError);
+  });
+});

@@ -1,0 +1,41 @@
+import { ConfigError, openBus } from '@portcullis/core';
+import { loadAuditConfig } from './config.ts';
+import { startAuditService } from './server.ts';
+
+/**
+ * Split-mode entry (`npm run start:audit`): the audit writer and query service on their
+ * own, reading entries from NATS JetStream. Single-process mode starts the service from
+ * `services/standalone` instead.
+ */
+async function main(): Promise<void> {
+  const config = loadAuditConfig(process.env);
+  if (!config.NATS_URL) {
+    throw new ConfigError('Invalid configuration:\n  NATS_URL: required to run the audit service on its own (split mode); `npm start` runs everything in one process without it');
+  }
+  const bus = await openBus(config, 'audit');
+  const service = await startAuditService(config, { bus }).catch(async (err: unknown) => {
+    await bus.close().catch(() => undefined);
+    throw err;
+  });
+  console.log(`audit listening on ${service.address}`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`audit: ${signal} received, writing pending entries and stopping`);
+    service.close()
+      .then(() => bus.close())
+      .then(() => process.exit(0), (err: unknown) => {
+        console.error('audit: shutdown failed', err);
+        process.exit(1);
+      });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(1);
+});

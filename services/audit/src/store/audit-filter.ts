@@ -1,0 +1,75 @@
+import type { Decision } from '@portcullis/core';
+import { toClickHouseTime } from './entry-row.ts';
+
+/**
+ * The audit filters of the interface specification, already validated. Every field but
+ * `agentIds` is optional; an absent field does not filter.
+ */
+export interface AuditFilter {
+  /** The agents the caller may see. Empty: nothing matches. */
+  agentIds: readonly string[];
+  /** Inclusive lower bound. */
+  from?: Date;
+  /** Inclusive upper bound. */
+  to?: Date;
+  /** Case-insensitive substring of the agent name. */
+  agent?: string;
+  /** Exact connector key. */
+  service?: string;
+  /** Case-insensitive substring of the tool name. */
+  tool?: string;
+  result?: Decision;
+  /** Exact member id; an e-mail is compared as an id too, so it matches nothing. */
+  member?: string;
+  /** Exact policy database id; a policy key is compared as an id too, so it matches nothing. */
+  policy?: string;
+}
+
+/** A WHERE clause whose every value is a bound `{name:Type}` parameter. */
+export interface BoundWhere {
+  sql: string;
+  params: Record<string, unknown>;
+}
+
+/**
+ * Builds the WHERE clause for `filter`. Only the SQL text of the conditions depends on
+ * which filters are present; values always travel as parameters. Substring matches use
+ * `positionCaseInsensitiveUTF8` rather than ILIKE, so `%` and `_` in a filter are literal.
+ */
+export function whereOf(filter: AuditFilter): BoundWhere {
+  const conditions = ['agent_id IN {agentIds:Array(String)}'];
+  const params: Record<string, unknown> = { agentIds: [...filter.agentIds] };
+  if (filter.from) {
+    conditions.push("timestamp >= {from:DateTime64(3, 'UTC')}");
+    params.from = toClickHouseTime(filter.from);
+  }
+  if (filter.to) {
+    conditions.push("timestamp <= {to:DateTime64(3, 'UTC')}");
+    params.to = toClickHouseTime(filter.to);
+  }
+  if (filter.agent !== undefined) {
+    conditions.push('positionCaseInsensitiveUTF8(agent_name, {agent:String}) > 0');
+    params.agent = filter.agent;
+  }
+  if (filter.service !== undefined) {
+    conditions.push('service = {service:String}');
+    params.service = filter.service;
+  }
+  if (filter.tool !== undefined) {
+    conditions.push('positionCaseInsensitiveUTF8(tool, {tool:String}) > 0');
+    params.tool = filter.tool;
+  }
+  if (filter.result !== undefined) {
+    conditions.push('decision = {result:String}');
+    params.result = filter.result;
+  }
+  if (filter.member !== undefined) {
+    conditions.push('member_id = {member:String}');
+    params.member = filter.member;
+  }
+  if (filter.policy !== undefined) {
+    conditions.push('has(policy_db_ids, {policy:String})');
+    params.policy = filter.policy;
+  }
+  return { sql: conditions.join(' AND '), params };
+}

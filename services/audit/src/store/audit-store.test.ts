@@ -1,0 +1,210 @@
+import { join } from 'node:path';
+import { Session } from 'chdb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditEntry, AuditFilterMsg } from '@portcullis/core';
+import { parseFilter } from '../handlers/parse-request.ts';
+import { makeEntry, makeTempDir } from '../testing/audit-entries.ts';
+import type { AuditFilter } from './audit-filter.ts';
+import { openAuditStore, type AuditStore } from './audit-store.ts';
+
+const A1 = 'agent-0001', A2 = 'agent-0002', A3 = 'agent-0003', BULK = 'agent-bulk';
+const M1 = '0195f0a0-0000-7000-8000-000000000001';
+const M2 = '0195f0a0-0000-7000-8000-000000000002';
+const M3 = '0195f0a0-0000-7000-8000-000000000003';
+const P1 = '0195f0a0-0000-7000-8000-0000000000f1';
+const P2 = '0195f0a0-0000-7000-8000-0000000000f2';
+
+/** The filter data set: ids e1…e6 in time order; e6 belongs to an agent the caller cannot see. */
+const fixtures: Record<string, AuditEntry> = {
+  e1: makeEntry({ agentId: A1, agentName: 'Support Assistant', timestamp: '2026-10-01T00:00:00.000Z', service: 'github', tool: 'create_issue', decision: 'ALLOW', memberId: M1, memberName: 'maria@example.com' }),
+  e2: makeEntry({ agentId: A1, agentName: 'Support Assistant', timestamp: '2026-10-01T12:00:00.000Z', service: 'github', tool: 'list_issues', decision: 'DENY', memberId: M2, memberName: 'li@example.com', matchedPolicyIds: ['night-forbid'], policyDbIds: [P1] }),
+  e3: makeEntry({ agentId: A2, agentName: 'DevOps Copilot', timestamp: '2026-10-02T00:00:00.000Z', service: 'slack', tool: 'post_message', decision: 'ALLOW', memberId: M1, memberName: 'maria@example.com' }),
+  e4: makeEntry({ agentId: A2, agentName: 'DevOps Copilot', timestamp: '2026-10-02T23:59:59.999Z', service: 'slack', tool: 'delete_channel', decision: 'DENY', memberId: M2, memberName: 'li@example.com', matchedPolicyIds: ['night-forbid', 'chan-guard'], policyDbIds: [P1, P2] }),
+  e5: makeEntry({ agentId: A1, agentName: 'Support Assistant', timestamp: '2026-10-03T08:00:00.000Z', service: 'linear', tool: 'create_issue', decision: 'ALLOW', memberId: M3, memberName: 'sam@example.com' }),
+  e6: makeEntry({ agentId: A3, agentName: 'Hidden Agent', timestamp: '2026-10-02T06:00:00.000Z', service: 'github', tool: 'create_issue', decision: 'DENY', memberId: M1, memberName: 'maria@example.com', policyDbIds: [P1] }),
+};
+const nameOf = new Map(Object.entries(fixtures).map(([name, entry]) => [entry.id, name]));
+const visible = [A1, A2];
+
+const dir = makeTempDir('store');
+let store: AuditStore;
+
+beforeAll(async () => {
+  store = await openAuditStore({ target: { kind: 'chdb', path: join(dir.path, 'audit') }, database: 'portcullis' });
+  const all = Object.values(fixtures);
+  await store.insert(all.slice(0, 3));
+  await store.insert(all.slice(3));
+});
+
+afterAll(async () => {
+  await store?.close();
+  dir.remove();
+});
+
+const wire = (over: Partial<AuditFilterMsg>): AuditFilter =>
+  parseFilter({ agentIds: visible, from: '', to: '', agent: '', service: '', tool: '', result: '', member: '', policy: '', ...over });
+const names = (entries: AuditEntry[]) => entries.map((e) => nameOf.get(e.id) ?? e.id);
+
+describe('Query filter rules (spec "Query parameters of GET /api/audit")', () => {
+  it.each<[string, Partial<AuditFilterMsg>, string[]]>([
+    ['no filter: every visible entry, newest first', {}, ['e5', 'e4', 'e3', 'e2', 'e1']],
+    ['agent_ids empty → no rows', { agentIds: [] }, []],
+    ['agent_ids scope to the listed agents only', { agentIds: [A3] }, ['e6']],
+    ['agent_ids unknown agent → no rows', { agentIds: ['agent-nope'] }, []],
+    ['from is inclusive', { from: '2026-10-02T00:00:00.000Z' }, ['e5', 'e4', 'e3']],
+    ['to is inclusive', { to: '2026-10-02T00:00:00.000Z' }, ['e3', 'e2', 'e1']],
+    ['from + to, date-only = whole days', { from: '2026-10-02', to: '2026-10-02' }, ['e4', 'e3']],
+    ['from with an offset', { from: '2026-10-02T01:59:59.999+02:00' }, ['e5', 'e4', 'e3']],
+    ['bounds beyond DateTime64 are clamped, not errors', { from: '1000-01-01', to: '9999-12-31' }, ['e5', 'e4', 'e3', 'e2', 'e1']],
+    ['to one millisecond before an entry excludes it', { to: '2026-10-02T23:59:59.998Z', from: '2026-10-02' }, ['e3']],
+    ['agent: case-insensitive substring', { agent: 'ASSIST' }, ['e5', 'e2', 'e1']],
+    ['agent: substring in the middle', { agent: 'ops co' }, ['e4', 'e3']],
+    ['agent: no match', { agent: 'xyz' }, []],
+    ['agent: % is literal, not a wildcard', { agent: '%' }, []],
+    ['service: exact', { service: 'github' }, ['e2', 'e1']],
+    ['service: not case-insensitive', { service: 'GitHub' }, []],
+    ['service: not a substring', { service: 'git' }, []],
+    ['tool: case-insensitive substring', { tool: 'ISSUE' }, ['e5', 'e2', 'e1']],
+    ['tool: longer substring', { tool: 'issues' }, ['e2']],
+    ['tool: _ is literal', { tool: 'create_' }, ['e5', 'e1']],
+    ['result DENY', { result: 'DENY' }, ['e4', 'e2']],
+    ['result ALLOW', { result: 'ALLOW' }, ['e5', 'e3', 'e1']],
+    ['member: exact member id', { member: M1 }, ['e3', 'e1']],
+    ['member: an e-mail matches nothing', { member: 'maria@example.com' }, []],
+    ['member: a prefix of the id matches nothing', { member: M1.slice(0, 8) }, []],
+    ['policy: exact policy db id', { policy: P1 }, ['e4', 'e2']],
+    ['policy: second of several ids', { policy: P2 }, ['e4']],
+    ['policy: a policy key matches nothing', { policy: 'night-forbid' }, []],
+    ['filters combine with AND', { service: 'github', result: 'DENY' }, ['e2']],
+    ['an injection string is just a value', { agent: "' OR 1=1 --" }, []],
+  ])('%s', async (_label, over, expected) => {
+    const { entries, total } = await store.query(wire(over), { limit: 500, offset: 0 });
+    expect(names(entries)).toEqual(expected);
+    expect(total).toBe(expected.length);
+  });
+
+  it('returns entries exactly as written', async () => {
+    const { entries } = await store.query(wire({ member: M3 }), { limit: 500, offset: 0 });
+    expect(entries).toEqual([fixtures.e5]);
+  });
+});
+
+describe('paging', () => {
+  const bulk = Array.from({ length: 520 }, (_, i) =>
+    makeEntry({ agentId: BULK, agentName: 'Bulk', timestamp: new Date(Date.UTC(2026, 9, 5) + i * 1_000).toISOString() }));
+
+  beforeAll(async () => {
+    await store.insert(bulk);
+  });
+
+  it('limit and offset page through newest first; total counts every match', async () => {
+    const newestFirst = [...bulk].reverse().map((e) => e.id);
+    const first = await store.query({ agentIds: [BULK] }, { limit: 500, offset: 0 });
+    expect(first.entries.map((e) => e.id)).toEqual(newestFirst.slice(0, 500));
+    expect(first.total).toBe(520);
+    const second = await store.query({ agentIds: [BULK] }, { limit: 500, offset: 500 });
+    expect(second.entries.map((e) => e.id)).toEqual(newestFirst.slice(500));
+    expect(second.total).toBe(520);
+    const middle = await store.query({ agentIds: [BULK] }, { limit: 3, offset: 10 });
+    expect(middle.entries.map((e) => e.id)).toEqual(newestFirst.slice(10, 13));
+  });
+
+  it('breaks timestamp ties by id, so pages never overlap', async () => {
+    const tied = Array.from({ length: 6 }, () => makeEntry({ agentId: 'agent-tie', timestamp: '2026-10-06T00:00:00.000Z' }));
+    await store.insert(tied);
+    const pages = [0, 2, 4].map((offset) => store.query({ agentIds: ['agent-tie'] }, { limit: 2, offset }));
+    const ids = (await Promise.all(pages)).flatMap((p) => p.entries.map((e) => e.id));
+    expect(new Set(ids).size).toBe(6);
+  });
+});
+
+describe('redelivered entries', () => {
+  it('the same entries inserted twice are read once by query, total, stream and stats', async () => {
+    const agentId = 'agent-dup';
+    const entries = Array.from({ length: 40 }, (_, i) =>
+      makeEntry({ agentId, timestamp: new Date(Date.UTC(2026, 9, 7) + i).toISOString(), decision: i % 4 === 0 ? 'DENY' : 'ALLOW' }));
+    await store.insert(entries);
+    await store.insert(entries.slice(0, 25));
+    await store.insert(entries.slice(10));
+
+    const { entries: read, total } = await store.query({ agentIds: [agentId] }, { limit: 500, offset: 0 });
+    expect(total).toBe(40);
+    expect(read.map((e) => e.id).sort()).toEqual(entries.map((e) => e.id).sort());
+
+    const streamed: string[] = [];
+    for await (const batch of store.stream({ agentIds: [agentId] }, { limit: 0, offset: 0 })) streamed.push(...batch.map((e) => e.id));
+    expect(streamed.sort()).toEqual(entries.map((e) => e.id).sort());
+
+    expect(await store.stats({ agentIds: [agentId] })).toEqual({ calls: 40, allowed: 30, denied: 10 });
+  });
+});
+
+describe('stream (export read)', () => {
+  it('yields every match in the table order (agent, then time), applying the filter', async () => {
+    const ids: string[] = [];
+    for await (const batch of store.stream(wire({}), { limit: 0, offset: 0 })) ids.push(...names(batch));
+    expect(ids).toEqual(['e1', 'e2', 'e5', 'e3', 'e4']);
+  });
+
+  it('honours limit and offset', async () => {
+    const ids: string[] = [];
+    for await (const batch of store.stream(wire({}), { limit: 2, offset: 1 })) ids.push(...names(batch));
+    expect(ids).toEqual(['e2', 'e5']);
+  });
+
+  it('offset without limit skips and returns the rest', async () => {
+    const ids: string[] = [];
+    for await (const batch of store.stream(wire({ result: 'DENY' }), { limit: 0, offset: 1 })) ids.push(...names(batch));
+    expect(ids).toEqual(['e4']);
+  });
+
+  it('yields nothing for no agents', async () => {
+    const batches: unknown[] = [];
+    for await (const batch of store.stream({ agentIds: [] }, { limit: 0, offset: 0 })) batches.push(batch);
+    expect(batches).toEqual([]);
+  });
+
+  it('can be left early, and the store keeps working', async () => {
+    for await (const batch of store.stream({ agentIds: [BULK] }, { limit: 0, offset: 0 })) {
+      expect(batch.length).toBeGreaterThan(0);
+      break;
+    }
+    const ids: string[] = [];
+    for await (const batch of store.stream(wire({ agent: 'support' }), { limit: 0, offset: 0 })) ids.push(...names(batch));
+    expect(ids).toEqual(['e1', 'e2', 'e5']);
+  });
+});
+
+describe('members and stats', () => {
+  it('lists each member of the given agents once, by name', async () => {
+    expect(await store.members(visible)).toEqual([
+      { memberId: M2, memberName: 'li@example.com' },
+      { memberId: M1, memberName: 'maria@example.com' },
+      { memberId: M3, memberName: 'sam@example.com' },
+    ]);
+    expect(await store.members([])).toEqual([]);
+  });
+
+  it('counts calls, allowed and denied in an inclusive range', async () => {
+    expect(await store.stats({ agentIds: visible })).toEqual({ calls: 5, allowed: 3, denied: 2 });
+    expect(await store.stats({ agentIds: visible, from: new Date('2026-10-01T12:00:00.000Z'), to: new Date('2026-10-02T23:59:59.999Z') }))
+      .toEqual({ calls: 3, allowed: 1, denied: 2 });
+    expect(await store.stats({ agentIds: [] })).toEqual({ calls: 0, allowed: 0, denied: 0 });
+  });
+});
+
+describe('skipping indexes', () => {
+  it.each([
+    ['member_id_bloom', `member_id = '${M1}'`],
+    ['policy_db_ids_bloom', `has(policy_db_ids, '${P1}')`],
+  ])('%s is consulted under FINAL', async (index, condition) => {
+    // A second Session on the same directory shares the store's engine (chDB: one per process).
+    const session = new Session(join(dir.path, 'audit'));
+    try {
+      const plan = session.query(`EXPLAIN indexes = 1 SELECT id FROM portcullis.audit_entries FINAL WHERE agent_id IN ('${A1}') AND ${condition}`, 'TSVRaw');
+      expect(plan).toContain(`Name: ${index}`);
+    } finally {
+      session.close();
+    }
+  });
+});

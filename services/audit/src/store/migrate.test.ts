@@ -1,0 +1,92 @@
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { makeTempDir } from '../testing/audit-entries.ts';
+import { openAuditStore } from './audit-store.ts';
+import { connectClickHouse } from './clickhouse-connection.ts';
+import { applyMigrations, readMigrations, splitStatements } from './migrate.ts';
+
+const dir = makeTempDir('migrate');
+afterAll(() => dir.remove());
+
+describe('migration files', () => {
+  it('are numbered from 001 without gaps', () => {
+    const versions = readMigrations().map((m) => m.version);
+    expect(versions).toEqual(versions.map((_, i) => i + 1));
+    expect(readMigrations()[0]).toMatchObject({ version: 1, name: 'audit_entries' });
+  });
+
+  it('split into statements on a trailing semicolon, without comment lines', () => {
+    expect(splitStatements('-- a comment; with a semicolon\nCREATE TABLE a (x UInt8);\n\n-- next\nSELECT 1;\nSELECT 2')).toEqual([
+      'CREATE TABLE a (x UInt8)', 'SELECT 1', 'SELECT 2',
+    ]);
+  });
+});
+
+describe('applyMigrations on chDB', () => {
+  const target = { kind: 'chdb', path: join(dir.path, 'audit') } as const;
+
+  it('applies each migration once, however often it runs', async () => {
+    const connection = await connectClickHouse(target);
+    try {
+      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([1]);
+      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([]);
+      const recorded = await connection.client.query({
+        query: 'SELECT version, name FROM {db:Identifier}.schema_migrations ORDER BY version',
+        query_params: { db: 'audit_test' },
+        format: 'JSONEachRow',
+      });
+      expect(await recorded.json()).toEqual([{ version: 1, name: 'audit_entries' }]);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('finds nothing to do when the store is reopened, and keeps the data', async () => {
+    const first = await openAuditStore({ target, database: 'audit_test' });
+    expect(await first.migrate()).toEqual([]);
+    await first.close();
+    const second = await openAuditStore({ target, database: 'audit_test' });
+    try {
+      expect(await second.migrate()).toEqual([]);
+      expect(await second.stats({ agentIds: ['none'] })).toEqual({ calls: 0, allowed: 0, denied: 0 });
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('creates the table with the engine, partitioning, sort key and skipping indexes the design names', async () => {
+    const connection = await connectClickHouse(target);
+    try {
+      const table = await connection.client.query({
+        query: `SELECT engine, partition_key, sorting_key FROM system.tables WHERE database = {db:String} AND name = 'audit_entries'`,
+        query_params: { db: 'audit_test' },
+        format: 'JSONEachRow',
+      });
+      expect(await table.json()).toEqual([{ engine: 'ReplacingMergeTree', partition_key: 'toYYYYMM(timestamp)', sorting_key: 'agent_id, timestamp, id' }]);
+      const indexes = await connection.client.query({
+        query: `SELECT name, type FROM system.data_skipping_indices WHERE database = {db:String} AND table = 'audit_entries' ORDER BY name`,
+        query_params: { db: 'audit_test' },
+        format: 'JSONEachRow',
+      });
+      expect(await indexes.json()).toEqual([{ name: 'member_id_bloom', type: 'bloom_filter' }, { name: 'policy_db_ids_bloom', type: 'bloom_filter' }]);
+      const columns = await connection.client.query({
+        query: `SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'audit_entries' AND name IN ('timestamp', 'service', 'decision')`,
+        query_params: { db: 'audit_test' },
+        format: 'JSONEachRow',
+      });
+      expect(await columns.json()).toEqual([
+        { name: 'timestamp', type: "DateTime64(3, 'UTC')" },
+        { name: 'service', type: 'LowCardinality(String)' },
+        { name: 'decision', type: 'LowCardinality(String)' },
+      ]);
+    } finally {
+      await connection.close();
+    }
+  });
+});
+
+describe('openAuditStore', () => {
+  it('refuses a database name that is not an identifier', async () => {
+    await expect(openAuditStore({ target: { kind: 'chdb', path: join(dir.path, 'audit') }, database: 'x; DROP' })).rejects.toThrow(/invalid ClickHouse database name/);
+  });
+});
