@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { baseConfigShape, ConfigError, parseConfig } from '@portcullis/core';
+
+const policyConfigShape = {
+  ...baseConfigShape,
+  /** Where the decision point answers gRPC: `host:port` (port 0 picks one) or `unix:/path`. */
+  GRPC_ADDRESS: z.string().min(1).default('127.0.0.1:50051'),
+};
+
+export type PolicyConfig = z.infer<z.ZodObject<typeof policyConfigShape>>;
+
+/** Reads the policy service's configuration; throws `ConfigError` naming each bad variable. */
+export function loadPolicyConfig(env: NodeJS.ProcessEnv = process.env): PolicyConfig {
+  return parseConfig(policyConfigShape, env);
+}
+
+/**
+ * Split mode (`npm run start:policy`) shares the database and the bus with the other
+ * services, so neither may fall back to an embedded one: both URLs are required.
+ */
+export function requireSplitModeConfig(config: PolicyConfig): PolicyConfig & { DATABASE_URL: string; NATS_URL: string } {
+  const missing = [
+    !config.DATABASE_URL && '  DATABASE_URL: required when the policy service runs on its own (postgres://…)',
+    !config.NATS_URL && '  NATS_URL: required when the policy service runs on its own (nats://…)',
+  ].filter((line): line is string => typeof line === 'string');
+  if (missing.length > 0) throw new ConfigError(`Invalid configuration:\n${missing.join('\n')}`);
+  return config as PolicyConfig & { DATABASE_URL: string; NATS_URL: string };
+}

@@ -1,0 +1,296 @@
+import { actionUid, cedarNamespace, getConnector, PRINCIPAL_TYPE, type schema, type Tier } from '@portcullis/core';
+import { cedarLiteral, entityUidText } from './cedar-text.ts';
+
+/**
+ * Policy records → Cedar (pure). One record compiles to one Cedar policy annotated with
+ * `@id("<policyKey>")`; an agent's set is the built-in policies plus every enabled record.
+ */
+
+export type PolicyEffect = schema.PolicyEffect;
+export type PolicyPrincipal = schema.PolicyPrincipal;
+
+/** What a policy says, as the REST API and the `policies` table hold it. */
+export interface PolicyRecordInput {
+  policyKey: string;
+  name: string;
+  service: string;
+  effect: PolicyEffect;
+  /** Tool names; together with `tiers`. Both empty = every tool of the service. */
+  tools: string[];
+  /** Tiers expanded from the catalog into the service's tools of that tier. */
+  tiers: string[];
+  principal: PolicyPrincipal;
+  denyMessage?: string | null;
+  enabled?: boolean;
+  /** Time windows, session limits, resource and argument matches: not compiled yet. */
+  conditions?: Record<string, unknown>;
+}
+
+/** A row of `policies`: the record plus the ids audit entries cite. */
+export interface StoredPolicyRecord extends PolicyRecordInput {
+  id: string;
+  enabled: boolean;
+  currentVersionId: string | null;
+}
+
+/**
+ * `authoring`: a draft being written or saved; anything that does not match the catalog is
+ * an error. `serving`: a stored record being loaded; catalog mismatches (a tool the catalog
+ * no longer has) are warnings and are left out, so the rest of the policy still holds.
+ */
+export type CompileMode = 'authoring' | 'serving';
+
+export interface PolicyCompilation {
+  policyKey: string;
+  /** The Cedar policy; empty when `errors` is not. */
+  cedar: string;
+  errors: string[];
+  warnings: string[];
+}
+
+/** Keys starting with this are the platform's own policies; records may not use them. */
+export const RESERVED_KEY_PREFIX = 'portcullis.';
+/** The base permit: with it, "no forbid policy matched" means ALLOW. */
+export const BASE_POLICY_KEY = 'portcullis.base';
+/** Denies every call of a member whose status is not `approved` (pending, rejected…). */
+export const MEMBER_NOT_APPROVED_POLICY_KEY = 'portcullis.member-not-approved';
+
+/** Cedar text of the built-in policies, by id. */
+export const BUILTIN_POLICIES: Readonly<Record<string, string>> = {
+  [BASE_POLICY_KEY]: `@id(${cedarLiteral(BASE_POLICY_KEY)})\npermit (principal, action, resource);`,
+  [MEMBER_NOT_APPROVED_POLICY_KEY]:
+    `@id(${cedarLiteral(MEMBER_NOT_APPROVED_POLICY_KEY)})\nforbid (principal, action, resource)\nwhen { principal.status != "approved" };`,
+};
+
+/** Display names of the built-in policies, as audit entries list them. */
+export const BUILTIN_POLICY_NAMES: Readonly<Record<string, string>> = {
+  [BASE_POLICY_KEY]: 'Allow unless forbidden',
+  [MEMBER_NOT_APPROVED_POLICY_KEY]: 'Member must be approved',
+};
+
+/**
+ * A record compiled once, from which Cedar text is rendered: whole (as stored and previewed)
+ * or narrowed to one of its tools (what a call of that tool is evaluated against).
+ */
+export interface CompiledPolicyParts {
+  policyKey: string;
+  effect: PolicyEffect;
+  /** `GithubMCP::Action` */
+  actionType: string;
+  /** The tools it applies to, in catalog order (tiers expanded). */
+  tools: readonly string[];
+  principalScope: string;
+  /** The resource scope; always `resource` until resource conditions exist. */
+  resourceScope: string;
+  /**
+   * Every `when { … }` / `unless { … }` clause, in order. All conditions go here (time
+   * windows and argument matches included, when they come): {@link readsOnlyPrincipalAndAction}
+   * reads them to know whether a decision may be memoized.
+   */
+  clauses: string[];
+}
+
+/** Compiles one record (enabled or not) to its Cedar policy, with what is wrong with it. */
+export function compilePolicy(record: PolicyRecordInput, options: { mode?: CompileMode } = {}): PolicyCompilation {
+  const { parts, errors, warnings } = compilePolicyParts(record, options.mode ?? 'authoring');
+  return { policyKey: typeof record.policyKey === 'string' ? record.policyKey : '', cedar: parts ? renderPolicy(parts) : '', errors, warnings };
+}
+
+/** The parts of a record's policy, or undefined with `errors` saying why there are none. */
+export function compilePolicyParts(record: PolicyRecordInput, mode: CompileMode): { parts: CompiledPolicyParts | undefined; errors: string[]; warnings: string[] } {
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const mismatch = mode === 'authoring' ? errors : warnings;
+  const policyKey = typeof record.policyKey === 'string' ? record.policyKey : '';
+
+  if (policyKey.trim().length === 0) errors.push('policyKey must not be empty');
+  else if (policyKey.startsWith(RESERVED_KEY_PREFIX)) errors.push(`policyKey must not start with "${RESERVED_KEY_PREFIX}" (reserved for built-in policies)`);
+  if (record.effect !== 'forbid' && record.effect !== 'permit') errors.push(`effect must be "forbid" or "permit", not ${JSON.stringify(record.effect)}`);
+
+  const tools = selectTools(record, errors, mismatch);
+  const principal = compilePrincipal(record.principal, errors, mismatch);
+  if (record.conditions && typeof record.conditions === 'object' && Object.keys(record.conditions).length > 0) {
+    warnings.push(`conditions (${Object.keys(record.conditions).sort().join(', ')}) are not enforced yet; the policy applies without them`);
+  }
+  if (errors.length > 0) return { parts: undefined, errors, warnings };
+  return {
+    parts: {
+      policyKey,
+      effect: record.effect,
+      actionType: `${cedarNamespace(record.service)}::Action`,
+      tools,
+      principalScope: principal.scope,
+      resourceScope: 'resource',
+      clauses: principal.clause ? [principal.clause] : [],
+    },
+    errors,
+    warnings,
+  };
+}
+
+/**
+ * Cedar text of compiled parts. With `onlyTool` (one of `parts.tools`) the action scope is
+ * that tool alone: for a call of that tool the policy means exactly the same, and Cedar
+ * evaluates it faster.
+ */
+export function renderPolicy(parts: CompiledPolicyParts, onlyTool?: string): string {
+  const tools = onlyTool === undefined ? parts.tools : [onlyTool];
+  const actionScope = tools.length === 1
+    ? `action == ${entityUidText(parts.actionType, tools[0]!)}`
+    : tools.length === 0 ? 'action in []' : `action in [\n${tools.map((t) => `    ${entityUidText(parts.actionType, t)}`).join(',\n')}\n  ]`;
+  const clauses = parts.clauses.map((c) => `\n${c}`).join('');
+  return `@id(${cedarLiteral(parts.policyKey)})\n${parts.effect} (\n  ${parts.principalScope},\n  ${actionScope},\n  ${parts.resourceScope}\n)${clauses};`;
+}
+
+/**
+ * Whether the policy's outcome depends only on the principal (its id and attributes) and the
+ * action: no constraint on the resource, no mention of `context` or `resource` in any
+ * clause. A member id that happens to contain those words only makes this say false, never
+ * wrongly true. Such decisions can be memoized per member.
+ */
+export function readsOnlyPrincipalAndAction(parts: CompiledPolicyParts): boolean {
+  return parts.resourceScope === 'resource' && !parts.clauses.some((c) => /\b(context|resource)\b/.test(c));
+}
+
+/** Raised by {@link compilePolicyText} when a record cannot be compiled; `errors` says why. */
+export class PolicyCompileError extends Error {
+  override readonly name = 'PolicyCompileError';
+  constructor(readonly policyKey: string, readonly errors: readonly string[]) {
+    super(`Policy "${policyKey}" cannot be compiled: ${errors.join('; ')}`);
+  }
+}
+
+/**
+ * The Cedar text of one record, as a version snapshot stores it. Throws
+ * {@link PolicyCompileError} when the record has errors in authoring mode.
+ */
+export function compilePolicyText(record: PolicyRecordInput): string {
+  const compiled = compilePolicy(record, { mode: 'authoring' });
+  if (compiled.errors.length > 0) throw new PolicyCompileError(compiled.policyKey, compiled.errors);
+  return compiled.cedar;
+}
+
+/** What evaluation needs to know about each policy of a set, by Cedar id (= policy key). */
+export interface PolicyMeta {
+  policyKey: string;
+  name: string;
+  effect: PolicyEffect;
+  /** Database id; empty for built-in policies. */
+  policyId: string;
+  /** The version snapshot in force; empty for built-in policies and unversioned rows. */
+  versionId: string;
+  denyMessage: string | null;
+  builtIn: boolean;
+}
+
+/** An agent's policy set, compiled. */
+export interface AgentPolicySource {
+  policies: Map<string, PolicyMeta>;
+  /** The records' parts that apply to each action, by action uid (`GithubMCP::Action::"x"`), in key order. */
+  partsByAction: Map<string, CompiledPolicyParts[]>;
+  /** Records that could not be compiled, each naming the policy. Non-empty = the set must not be used. */
+  errors: string[];
+  warnings: string[];
+}
+
+/** The built-in policies plus every enabled record, compiled in serving mode. */
+export function compileAgentPolicySet(records: readonly StoredPolicyRecord[]): AgentPolicySource {
+  const policies = new Map<string, PolicyMeta>();
+  for (const [policyKey, name] of Object.entries(BUILTIN_POLICY_NAMES)) {
+    policies.set(policyKey, { policyKey, name, effect: policyKey === BASE_POLICY_KEY ? 'permit' : 'forbid', policyId: '', versionId: '', denyMessage: null, builtIn: true });
+  }
+  const partsByAction = new Map<string, CompiledPolicyParts[]>();
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const enabled = records.filter((r) => r.enabled).sort((a, b) => compareStrings(a.policyKey, b.policyKey));
+  for (const record of enabled) {
+    const label = `Policy ${JSON.stringify(record.name || record.policyKey)}`;
+    const { parts, errors: recordErrors, warnings: recordWarnings } = compilePolicyParts(record, 'serving');
+    for (const w of recordWarnings) warnings.push(`${label}: ${w}`);
+    if (!parts) {
+      errors.push(`${label} cannot be compiled: ${recordErrors.join('; ')}`);
+      continue;
+    }
+    if (policies.has(record.policyKey)) {
+      errors.push(`${label}: policy key ${JSON.stringify(record.policyKey)} is used twice`);
+      continue;
+    }
+    for (const tool of parts.tools) {
+      const action = actionUid(record.service, tool);
+      const list = partsByAction.get(action);
+      if (list) list.push(parts);
+      else partsByAction.set(action, [parts]);
+    }
+    policies.set(record.policyKey, {
+      policyKey: record.policyKey,
+      name: record.name,
+      effect: record.effect,
+      policyId: record.id,
+      versionId: record.currentVersionId ?? '',
+      denyMessage: record.denyMessage ?? null,
+      builtIn: false,
+    });
+  }
+  return { policies, partsByAction, errors, warnings };
+}
+
+/** Code-unit order: the same everywhere, unlike `localeCompare`. */
+export function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The service's tools named by `tools` and `tiers`, in catalog order; all of them when both are empty. */
+function selectTools(record: PolicyRecordInput, errors: string[], mismatch: string[]): string[] {
+  const connector = getConnector(record.service);
+  if (!connector) {
+    errors.push(`unknown service ${JSON.stringify(record.service)}`);
+    return [];
+  }
+  if (!Array.isArray(record.tools)) errors.push('tools must be a list of tool names');
+  if (!Array.isArray(record.tiers)) errors.push('tiers must be a list of tiers');
+  const tools = Array.isArray(record.tools) ? record.tools : [];
+  const tiers = Array.isArray(record.tiers) ? record.tiers : [];
+
+  const mismatchesBefore = mismatch.length;
+  const known = new Set(connector.tools.map((t) => t.name));
+  const wantedTools = new Set<string>();
+  for (const tool of tools) {
+    if (known.has(tool)) wantedTools.add(tool);
+    else mismatch.push(`unknown tool ${JSON.stringify(tool)} for service ${JSON.stringify(record.service)}`);
+  }
+  const wantedTiers = new Set<Tier>();
+  for (const tier of tiers) {
+    if (tier === 'read' || tier === 'write' || tier === 'destructive') wantedTiers.add(tier);
+    else mismatch.push(`unknown tier ${JSON.stringify(tier)} (tiers are read, write, destructive)`);
+  }
+
+  const everyTool = tools.length === 0 && tiers.length === 0;
+  const selected = connector.tools.filter((t) => everyTool || wantedTools.has(t.name) || wantedTiers.has(t.tier)).map((t) => t.name);
+  // Say so only when no unknown tool or tier already explains it.
+  if (selected.length === 0 && mismatch.length === mismatchesBefore) {
+    mismatch.push(`the policy names no tool of ${connector.label}, so it never applies`);
+  }
+  return selected;
+}
+
+/** The principal scope, plus a `when` clause when several members are listed. */
+function compilePrincipal(principal: PolicyPrincipal, errors: string[], mismatch: string[]): { scope: string; clause?: string } {
+  if (principal?.type === 'all_members') return { scope: 'principal' };
+  if (principal?.type === 'members') {
+    const ids = Array.isArray(principal.ids) ? principal.ids : undefined;
+    if (!ids || ids.some((id) => typeof id !== 'string' || id.length === 0)) {
+      errors.push('principal.ids must be a list of member ids');
+      return { scope: 'principal' };
+    }
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) {
+      mismatch.push('principal lists no members, so the policy never applies');
+      return { scope: 'principal', clause: 'when { false }' };
+    }
+    // A policy scope takes one entity (`principal == X`); a set needs a condition.
+    if (unique.length === 1) return { scope: `principal == ${entityUidText(PRINCIPAL_TYPE, unique[0]!)}` };
+    return { scope: 'principal', clause: `when { [${unique.map((id) => entityUidText(PRINCIPAL_TYPE, id)).join(', ')}].contains(principal) }` };
+  }
+  errors.push('principal must be {"type":"all_members"} or {"type":"members","ids":[…]}');
+  return { scope: 'principal' };
+}

@@ -1,0 +1,161 @@
+import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import { AGENT_TYPE } from '@portcullis/core';
+import type { CatalogAction } from './action-index.ts';
+import {
+  BUILTIN_POLICIES, compileAgentPolicySet, readsOnlyPrincipalAndAction, renderPolicy,
+  type CompiledPolicyParts, type PolicyMeta, type StoredPolicyRecord,
+} from './compile.ts';
+
+/** Everything the decision point reads about one agent, as the store delivers it. */
+export interface AgentPolicySnapshot {
+  agentId: string;
+  /** `active` or `disabled`; a disabled agent's calls are all denied. */
+  agentStatus: string;
+  /** The agent's `policy_version`, bumped by every policy change. */
+  policyVersion: number;
+  /** The agent's policies; disabled ones are skipped. */
+  policies: readonly StoredPolicyRecord[];
+}
+
+/** What a verdict says apart from the names of the call (principal, action, resource). */
+export interface DecisionOutcome {
+  decision: 'ALLOW' | 'DENY';
+  reason: string;
+  matchedPolicyKeys: string[];
+  matchedPolicyNames: string[];
+  matchedPolicyIds: string[];
+  policyVersionIds: string[];
+}
+
+/** A remembered outcome for one member, valid while the member's attributes are these. */
+interface MemberOutcome {
+  role: string;
+  status: string;
+  email: string;
+  outcome: DecisionOutcome;
+}
+
+/** The Cedar set that calls of one action are evaluated against. */
+export interface ActionPolicySet {
+  /** Id of the set in Cedar's (thread-local) store. */
+  readonly cedarId: string;
+  /**
+   * Outcomes by member id, when every policy of the set reads only the principal and the
+   * action (see `readsOnlyPrincipalAndAction`): then Cedar's answer for a member cannot
+   * change until the set does, and asking again would only cost time. Undefined otherwise.
+   */
+  readonly memo: Map<string, MemberOutcome> | undefined;
+}
+
+/** Most members remembered per action; past it the memo starts over. */
+const MEMO_MAX_MEMBERS = 10_000;
+
+/** Cedar id of the set holding only the built-in policies: shared by every action no record names. */
+const BUILTINS_ONLY_SET_ID = 'portcullis.builtins';
+let builtinsOnlyReady = false;
+
+function builtinsOnlySet(): string {
+  if (!builtinsOnlyReady) {
+    const answer = cedar.preparsePolicySet(BUILTINS_ONLY_SET_ID, { staticPolicies: { ...BUILTIN_POLICIES } });
+    if (answer.type === 'failure') throw new Error(`built-in policies do not parse: ${answer.errors.map((e) => e.message).join('; ')}`);
+    builtinsOnlyReady = true;
+  }
+  return BUILTINS_ONLY_SET_ID;
+}
+
+/**
+ * One agent's policy set, compiled once and evaluated many times.
+ *
+ * Cedar evaluates every policy of a set on every call (a few µs each), so a call is not
+ * evaluated against the agent's whole set: for each action there is a Cedar set of the
+ * built-in policies plus only the records that name that action, each narrowed to it
+ * (`action == …`), parsed on the first call of the action and kept. An action no record
+ * names uses the shared built-ins-only set.
+ */
+export class PreparedPolicySet {
+  readonly agentId: string;
+  readonly agentStatus: string;
+  readonly policyVersion: number;
+  /** Prefix of this set's ids in Cedar's store; unique per build. */
+  readonly preparsedId: string;
+  /** Set when the policies could not be compiled: every call is denied with this reason. */
+  readonly failure: string | undefined;
+  /** Metadata of every policy in the set, by Cedar id (= policy key). */
+  readonly policies: ReadonlyMap<string, PolicyMeta>;
+  readonly agentUid: cedar.TypeAndId;
+  /** The agent's Cedar entity, shared by every request. */
+  readonly agentEntity: cedar.EntityJson;
+  /** Records that compiled with a caveat (a tool the catalog no longer has…). */
+  readonly warnings: readonly string[];
+
+  readonly #partsByAction: ReadonlyMap<string, CompiledPolicyParts[]>;
+  readonly #actionSets = new Map<string, ActionPolicySet>();
+  #released = false;
+
+  constructor(snapshot: AgentPolicySnapshot, preparsedId: string) {
+    const source = compileAgentPolicySet(snapshot.policies);
+    this.agentId = snapshot.agentId;
+    this.agentStatus = snapshot.agentStatus;
+    this.policyVersion = snapshot.policyVersion;
+    this.preparsedId = preparsedId;
+    this.failure = source.errors.length > 0 ? `the agent's policies cannot be used: ${source.errors.join('; ')}` : undefined;
+    this.policies = source.policies;
+    this.warnings = source.warnings;
+    this.#partsByAction = source.partsByAction;
+    this.agentUid = Object.freeze({ type: AGENT_TYPE, id: snapshot.agentId });
+    this.agentEntity = Object.freeze({ uid: this.agentUid, attrs: {}, parents: [] });
+  }
+
+  /** The Cedar set for calls of `action`, parsed on first use; `{failure}` when it cannot be had. */
+  actionSetFor(action: CatalogAction): ActionPolicySet | { failure: string } {
+    const known = this.#actionSets.get(action.uid);
+    if (known !== undefined) return known;
+    if (this.#released) return { failure: 'the policy set was replaced while the call was evaluated; retry' };
+    const parts = this.#partsByAction.get(action.uid);
+    if (!parts) {
+      // The built-ins read only the principal's attributes.
+      const shared: ActionPolicySet = { cedarId: builtinsOnlySet(), memo: new Map() };
+      this.#actionSets.set(action.uid, shared);
+      return shared;
+    }
+    const staticPolicies: Record<string, string> = { ...BUILTIN_POLICIES };
+    for (const p of parts) staticPolicies[p.policyKey] = renderPolicy(p, action.entity.id);
+    const cedarId = `${this.preparsedId}/${action.uid}`;
+    const answer = cedar.preparsePolicySet(cedarId, { staticPolicies });
+    if (answer.type === 'failure') return { failure: `the agent's policies cannot be parsed: ${answer.errors.map((e) => e.message).join('; ')}` };
+    const actionSet: ActionPolicySet = { cedarId, memo: parts.every(readsOnlyPrincipalAndAction) ? new Map() : undefined };
+    this.#actionSets.set(action.uid, actionSet);
+    return actionSet;
+  }
+
+  /**
+   * Frees this set's Cedar memory; it must not be evaluated again. Cedar has no call that
+   * drops a parsed set, so each id is overwritten with an empty set (which denies everything).
+   */
+  release(): void {
+    this.#released = true;
+    for (const { cedarId } of this.#actionSets.values()) {
+      if (cedarId !== BUILTINS_ONLY_SET_ID) cedar.preparsePolicySet(cedarId, { staticPolicies: {} });
+    }
+    this.#actionSets.clear();
+  }
+}
+
+/** The remembered outcome of `member` in `actionSet`, if any and still valid. */
+export function rememberedOutcome(actionSet: ActionPolicySet, member: { id: string; role: string; status: string; email: string }): DecisionOutcome | undefined {
+  const known = actionSet.memo?.get(member.id);
+  return known !== undefined && known.status === member.status && known.role === member.role && known.email === member.email ? known.outcome : undefined;
+}
+
+/** Remembers `outcome` for `member` when the action set allows it. */
+export function rememberOutcome(actionSet: ActionPolicySet, member: { id: string; role: string; status: string; email: string }, outcome: DecisionOutcome): void {
+  const memo = actionSet.memo;
+  if (!memo) return;
+  if (memo.size >= MEMO_MAX_MEMBERS) memo.clear();
+  memo.set(member.id, { role: member.role, status: member.status, email: member.email, outcome });
+}
+
+/** Compiles an agent's snapshot; `preparsedId` must be new for every build. */
+export function preparePolicySet(snapshot: AgentPolicySnapshot, preparsedId: string): PreparedPolicySet {
+  return new PreparedPolicySet(snapshot, preparsedId);
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { compilePolicy } from './compile.ts';
+
+/**
+ * A policy draft as `POST …/policies/preview` receives it (DESIGN.md §3). Unknown fields are
+ * refused so a typo (`denyMesage`) does not silently vanish.
+ */
+export const policyDraftSchema = z.strictObject({
+  name: z.string().trim().min(1, 'must not be empty'),
+  policyKey: z.string().trim().min(1, 'must not be empty').optional(),
+  service: z.string().min(1, 'must not be empty'),
+  effect: z.enum(['forbid', 'permit']),
+  tools: z.array(z.string().min(1)).default([]),
+  tiers: z.array(z.string().min(1)).default([]),
+  principal: z.discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('all_members') }),
+    z.strictObject({ type: z.literal('members'), ids: z.array(z.string().min(1)) }),
+  ]),
+  conditions: z.record(z.string(), z.unknown()).optional(),
+  denyMessage: z.string().nullable().optional(),
+  enabled: z.boolean().optional(),
+});
+
+export type PolicyDraft = z.infer<typeof policyDraftSchema>;
+
+export interface PolicyPreview {
+  /** The draft's Cedar policy; empty when there are errors. */
+  cedar: string;
+  errors: string[];
+  warnings: string[];
+}
+
+/** Policy key shown in a preview of a draft that has none yet. */
+export const DRAFT_POLICY_KEY = 'draft';
+
+/**
+ * Compiles a draft (any JSON value) to Cedar without saving it: shape problems and catalog
+ * mismatches come back as `errors`, one per problem, each naming the field.
+ */
+export function compilePreview(draft: unknown): PolicyPreview {
+  const parsed = policyDraftSchema.safeParse(draft);
+  if (!parsed.success) {
+    const errors = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'draft'}: ${issue.message}`);
+    return { cedar: '', errors, warnings: [] };
+  }
+  const { policyKey, ...rest } = parsed.data;
+  const compiled = compilePolicy({ ...rest, policyKey: policyKey ?? DRAFT_POLICY_KEY }, { mode: 'authoring' });
+  return { cedar: compiled.cedar, errors: compiled.errors, warnings: compiled.warnings };
+}

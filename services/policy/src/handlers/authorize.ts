@@ -1,0 +1,72 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { AuthorizeRequest, AuthorizeResponse } from '@portcullis/core';
+import { denyWithoutPolicySet, evaluate, UNKNOWN_AGENT_REASON, type AuthorizeInput, type Verdict } from '../engine/evaluate.ts';
+import type { PolicyCache } from '../engine/policy-cache.ts';
+import { PolicyServiceError } from '../errors.ts';
+import { toGrpcError } from './grpc-status.ts';
+
+export interface AuthorizeHandlerDeps {
+  cache: Pick<PolicyCache, 'peek' | 'load'>;
+  /** Clock used when a request carries no `now_ms`. */
+  now?: () => number;
+}
+
+/**
+ * `Authorize`: a verdict on one tool call. A cached, current set answers synchronously with
+ * no I/O; otherwise the set is loaded first. Only a malformed request or an unreachable
+ * store is an error; every other outcome, unknown agent included, is a verdict.
+ */
+export function createAuthorizeHandler(deps: AuthorizeHandlerDeps): grpc.handleUnaryCall<AuthorizeRequest, AuthorizeResponse> {
+  const now = deps.now ?? Date.now;
+  return (call, callback) => {
+    let input: AuthorizeInput;
+    let minVersion: number;
+    let verdict: Verdict | undefined;
+    try {
+      input = readAuthorizeRequest(call.request, now);
+      minVersion = Math.max(0, Number(call.request.policyVersion) || 0);
+      const cached = deps.cache.peek(input.agentId, minVersion);
+      if (cached) verdict = evaluate(cached, input);
+    } catch (err) {
+      return callback(toGrpcError(err));
+    }
+    if (verdict) return callback(null, verdict);
+    void deps.cache.load(input.agentId, minVersion)
+      .then((set) => (set ? evaluate(set, input) : denyWithoutPolicySet(input, UNKNOWN_AGENT_REASON)))
+      .then((loaded) => callback(null, loaded), (err: unknown) => callback(toGrpcError(err)));
+  };
+}
+
+/** Reads and checks the wire request; throws `PolicyServiceError('invalid_request')` naming the bad field. */
+export function readAuthorizeRequest(request: AuthorizeRequest, now: () => number): AuthorizeInput {
+  const member = request.member;
+  if (!request.agentId) throw invalid('agent_id is required');
+  if (!member?.id) throw invalid('member.id is required');
+  if (!request.service) throw invalid('service is required');
+  if (!request.tool) throw invalid('tool is required');
+  const nowMs = Number(request.nowMs) > 0 ? Math.trunc(Number(request.nowMs)) : Math.trunc(now());
+  return {
+    agentId: request.agentId,
+    member: { id: member.id, role: member.role ?? '', status: member.status ?? '', email: member.email ?? '' },
+    service: request.service,
+    tool: request.tool,
+    args: parseToolArgs(request.toolArgsJson),
+    nowMs,
+  };
+}
+
+function parseToolArgs(json: string | undefined): Record<string, unknown> {
+  if (!json) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw invalid('tool_args_json is not valid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('tool_args_json must be a JSON object');
+  return value as Record<string, unknown>;
+}
+
+function invalid(message: string): PolicyServiceError {
+  return new PolicyServiceError('invalid_request', message);
+}
