@@ -1,8 +1,8 @@
 /**
  * bench/mcp-overhead: what the gateway adds to a tool call.
  *
- * Starts the single-process product (gateway + policy + audit + sandbox) against the
- * machine's Postgres, puts 100 forbid policies on the demo agent (none matching the call, so
+ * Starts the single-process product (gateway + policy + audit) against the machine's
+ * Postgres, with the sandbox GitHub upstream in a process of its own, puts 100 forbid policies on the demo agent (none matching the call, so
  * Cedar evaluates all of them), and measures `tools/call github__get_me`:
  *   - direct: MCP SDK client → sandbox GitHub upstream
  *   - gateway: MCP SDK client → /mcp → Cedar verdict over gRPC → upstream → audit on the bus
@@ -11,6 +11,7 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { eq, sql } from 'drizzle-orm';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -73,12 +74,17 @@ async function main() {
   const db = await createTestDatabase('bench');
   const dataDir = mkdtempSync(join(tmpdir(), 'pc-bench-'));
   const [port, sandboxPort] = await Promise.all([freePort(), freePort()]);
+  const secret = randomBytes(32).toString('base64url');
+  // The upstream runs in its own process, as a real connector would: its CPU is not the gateway's.
+  const sandbox = startTs('services/sandbox/src/main.ts', { SANDBOX_PORT: String(sandboxPort), PORTCULLIS_SECRET: secret, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, 'sandbox');
+  await sandbox.waitFor(/sandbox listening/);
+  const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
   const product = startTs('services/standalone/src/main.ts', {
-    PORT: String(port), SANDBOX_PORT: String(sandboxPort), DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', MAIL_URL: `file://${dataDir}/outbox`,
-  }, 'standalone');
+    PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', MAIL_URL: `file://${dataDir}/outbox`, PORTCULLIS_SECRET: secret,
+    ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, `${sandboxUrl}/${c.key}/mcp`])),
+  }, 'standalone', process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
   try {
     const [, memberKey] = await product.waitFor(/Member key\s+(pcm_[A-Za-z0-9_-]{43})/, 120_000);
-    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
 
     // 100 enabled forbid policies on the demo agent, none of which matches get_me.
     const handle = await openDatabase({ DATABASE_URL: db.url, DATA_DIR: dataDir });
@@ -107,12 +113,14 @@ async function main() {
     };
 
     // Warm up both paths (JIT, connection pools, the PDP's prepared set).
+    process.stderr.write('bench: warm-up\n');
     for (let i = 0; i < 500; i++) { await callDirect(); await callGateway(); }
 
-    const dLat = await fixedRate(callDirect, RATE, SECONDS);
-    const gLat = await fixedRate(callGateway, RATE, SECONDS);
-    const dSat = await saturation(callDirect, CONCURRENCY, SECONDS);
-    const gSat = await saturation(callGateway, CONCURRENCY, SECONDS);
+    const phase = async <T>(name: string, run: () => Promise<T>) => { process.stderr.write(`bench: ${name}\n`); return run(); };
+    const dLat = await phase('direct, fixed rate', () => fixedRate(callDirect, RATE, SECONDS));
+    const gLat = await phase('gateway, fixed rate', () => fixedRate(callGateway, RATE, SECONDS));
+    const dSat = await phase('direct, saturation', () => saturation(callDirect, CONCURRENCY, SECONDS));
+    const gSat = await phase('gateway, saturation', () => saturation(callGateway, CONCURRENCY, SECONDS));
 
     const f = (n: number) => n.toFixed(3);
     console.log(`\nbench/mcp-overhead — tools/call github__get_me, ${POLICIES} policies on the agent, audit on`);
@@ -124,8 +132,12 @@ async function main() {
     console.log(`\nadded p50 ${f(gLat.p50 - dLat.p50)} ms (goal ≤ 0.5), added p99 ${f(gLat.p99 - dLat.p99)} ms (goal ≤ 2), saturation ratio ${(gSat / dSat).toFixed(2)} (goal ≥ 0.33)`);
     await direct.close();
     await gateway.close();
+  } catch (err) {
+    console.error(`bench failed; the product printed:\n${product.output()}`);
+    throw err;
   } finally {
     await product.stop();
+    await sandbox.stop();
     await db.drop();
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -6,7 +6,7 @@ import { DEMO_OWNER_EMAIL } from '@portcullis/standalone';
 import { freePort, startTs, type RunningProcess } from '../support/processes.ts';
 import { signIn } from '../support/dashboard-session.ts';
 import { connectMcp } from '../support/mcp-client.ts';
-import { auditEntriesUntil, exerciseBadMcpInput, exerciseToolCallPath, type ProductUnderTest } from './tool-call-path.scenario.ts';
+import { auditEntriesUntil, exerciseBadMcpInput, exerciseProtocolVersions, exerciseToolCallPath, type ProductUnderTest } from './tool-call-path.scenario.ts';
 
 const BODY_LIMIT = 65_536;
 
@@ -55,13 +55,17 @@ describe('single process (npm start, embedded defaults)', () => {
     await exerciseBadMcpInput(p, ids.cookie, BODY_LIMIT);
   });
 
+  it('speaks every MCP protocol version the official SDK supports, with sessions and DELETE', async () => {
+    await exerciseProtocolVersions(p);
+  });
+
   it('keeps every audit entry and every record across a stop (SIGTERM flushes) and a restart', async () => {
     // A call made just before the stop must survive it: SIGTERM flushes pending entries.
-    const { client, transport } = await connectMcp(p.baseUrl, p.memberKey);
+    // The client stays connected (with its SSE stream open): a stop must not wait for it.
+    const { client } = await connectMcp(p.baseUrl, p.memberKey);
     await client.callTool({ name: 'slack__slack_read_channel', arguments: { channel_id: 'C0001' } });
-    await transport.terminateSession().catch(() => undefined);
-    await client.close();
     expect(await product.stop('SIGTERM')).toBe(0);
+    await client.close();
 
     const restarted = await start();
     product = restarted.proc;

@@ -11,7 +11,7 @@ import { seedDemo, type DemoSeed } from '@portcullis/standalone';
 import { freePort, startTs, type RunningProcess } from '../support/processes.ts';
 import { addMember, sandboxTokenIssuer } from '../support/fixtures.ts';
 import { connectMcp } from '../support/mcp-client.ts';
-import { auditEntriesUntil, exerciseBadMcpInput, exerciseToolCallPath, type ProductUnderTest } from './tool-call-path.scenario.ts';
+import { auditEntriesUntil, exerciseBadMcpInput, exerciseProtocolVersions, exerciseToolCallPath, type ProductUnderTest } from './tool-call-path.scenario.ts';
 
 const BODY_LIMIT = 65_536;
 
@@ -69,6 +69,10 @@ describe('split mode: gateway, policy and audit as three processes on real NATS 
 
   it('answers bad /mcp input with clear errors and forwards nothing', async () => {
     await exerciseBadMcpInput(p, cookie, BODY_LIMIT);
+  });
+
+  it('speaks every MCP protocol version the official SDK supports, with sessions and DELETE', async () => {
+    await exerciseProtocolVersions(p);
   });
 
   it('denies a pending member\'s calls and audits them', async () => {

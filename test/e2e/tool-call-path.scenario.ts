@@ -151,3 +151,36 @@ export async function exerciseBadMcpInput(p: ProductUnderTest, cookie: string, b
   const after = await auditEntriesUntil(p, cookie, () => true, 0);
   expect(after.total).toBe(before.total);
 }
+
+/** Every protocol version the official SDK supports can initialize, list and call. */
+export async function exerciseProtocolVersions(p: ProductUnderTest) {
+  const { SUPPORTED_PROTOCOL_VERSIONS } = await import('@modelcontextprotocol/sdk/types.js');
+  expect(SUPPORTED_PROTOCOL_VERSIONS.length).toBeGreaterThanOrEqual(3);
+  for (const version of SUPPORTED_PROTOCOL_VERSIONS) {
+    const headers = { authorization: `Bearer ${p.memberKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const init = await fetch(`${p.baseUrl}/mcp`, {
+      method: 'POST', headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+    });
+    expect(init.status).toBe(200);
+    const sessionId = init.headers.get('mcp-session-id')!;
+    expect(sessionId).toBeTruthy();
+    expect(((await init.json()) as { result: { protocolVersion: string } }).result.protocolVersion).toBe(version);
+    const session = { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': version };
+    await fetch(`${p.baseUrl}/mcp`, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const call = await fetch(`${p.baseUrl}/mcp`, {
+      method: 'POST', headers: session,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'github__get_me', arguments: {} } }),
+    });
+    expect(call.status).toBe(200);
+    const result = ((await call.json()) as { result: { isError?: boolean; content: Array<{ text: string }> } }).result;
+    expect(result.isError).toBeFalsy();
+    expect(JSON.parse(result.content[0]!.text)).toMatchObject({ identity: { login: 'demo-user' } });
+    const closed = await fetch(`${p.baseUrl}/mcp`, { method: 'DELETE', headers: session });
+    expect(closed.status).toBe(200);
+    const afterDelete = await fetch(`${p.baseUrl}/mcp`, {
+      method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }),
+    });
+    expect(afterDelete.status).toBe(404);
+  }
+}

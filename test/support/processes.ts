@@ -3,7 +3,6 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const tsxBin = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
 
 /** A free TCP port on loopback (released before it is returned; good enough for tests). */
 export function freePort(): Promise<number> {
@@ -27,9 +26,9 @@ export interface RunningProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts a TypeScript entry point of the repo with tsx, as `npm start` would. */
-export function startTs(entry: string, env: Record<string, string | undefined>, label = entry): RunningProcess {
-  const child = spawn(tsxBin, [entry], {
+/** Starts a TypeScript entry point of the repo under Node with tsx's loader, as `npm start` does. */
+export function startTs(entry: string, env: Record<string, string | undefined>, label = entry, nodeArgs: string[] = []): RunningProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, entry], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

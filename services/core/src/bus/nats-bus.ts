@@ -68,8 +68,6 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         }).catch(() => undefined); // created concurrently by another writer
       }
       const consumer = await js.consumers.get(streamName, durable);
-      let running = true;
-
       const handleBatch = async (msgs: JsMsg[]) => {
         const entries: AuditEntry[] = [];
         const good: JsMsg[] = [];
@@ -90,37 +88,34 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         }
       };
 
-      const pullOnce = async (expiresMs: number): Promise<number> => {
-        const iter = await consumer.fetch({ max_messages: opts.batchSize, expires: Math.max(expiresMs, 1_000) });
-        const batch: JsMsg[] = [];
-        for await (const m of iter) batch.push(m);
-        await handleBatch(batch);
-        return batch.length;
+      // A continuous pull: a batch is handled when it is full or `maxWaitMs` after its first
+      // message, so an entry waits at most that long (plus the insert) to become queryable.
+      const messages = await consumer.consume({ max_messages: Math.max(opts.batchSize * 2, 256) });
+      const buffer: JsMsg[] = [];
+      let timer: NodeJS.Timeout | undefined;
+      let chain: Promise<void> = Promise.resolve();
+      const flush = () => {
+        if (timer) { clearTimeout(timer); timer = undefined; }
+        chain = chain.then(async () => {
+          while (buffer.length > 0) await handleBatch(buffer.splice(0, opts.batchSize));
+        });
+        return chain;
       };
-
       const loop = (async () => {
-        while (running) {
-          try {
-            await pullOnce(opts.maxWaitMs);
-          } catch {
-            if (running) await new Promise((r) => setTimeout(r, 500));
-          }
+        for await (const m of messages) {
+          buffer.push(m);
+          if (buffer.length >= opts.batchSize) await flush();
+          else timer ??= setTimeout(() => void flush(), opts.maxWaitMs);
         }
-      })();
+      })().catch(() => undefined);
 
-      const stop = async () => { running = false; await loop; };
-      return {
-        async drain() {
-          await stop();
-          // Take what is already pending, without waiting for more.
-          for (let i = 0; i < 1_000; i++) {
-            const info = await consumer.info().catch(() => undefined);
-            if (!info || info.num_pending + info.num_ack_pending === 0) break;
-            if ((await pullOnce(1_000)) === 0 && info.num_pending === 0) break;
-          }
-        },
-        stop,
+      const stop = async () => {
+        await messages.close().catch(() => undefined);
+        await loop;
+        await flush();
       };
+      // Entries not yet pulled stay in the stream (file storage) for the next writer.
+      return { drain: stop, stop };
     },
     publishChange(event: ChangeEvent) {
       nc.publish(changeSubject(prefix, event), encoder.encode(JSON.stringify(event)));

@@ -63,7 +63,8 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     for (const [id, s] of sessions) if (s.lastSeen < cutoff) { sessions.delete(id); void s.transport.close(); }
   }, 60_000);
   sweep.unref();
-  app.addHook('onClose', async () => {
+  // preClose, not onClose: open SSE streams would keep the server from closing at all.
+  app.addHook('preClose', async () => {
     clearInterval(sweep);
     await Promise.all([...sessions.values()].map((s) => s.transport.close().catch(() => undefined)));
     sessions.clear();
