@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectors, openBus, openDatabase, resolveSecret, type Bus, type DatabaseHandle } from '@portcullis/core';
 import { loadGatewayConfig, startGateway, type Gateway } from '@portcullis/gateway';
@@ -29,12 +30,16 @@ export async function startStandalone(env: NodeJS.ProcessEnv): Promise<Standalon
   const secret = resolveSecret({ NODE_ENV: nodeEnv, DATA_DIR: dataDir, PORTCULLIS_SECRET: env.PORTCULLIS_SECRET });
   const production = nodeEnv === 'production';
 
-  const policyConfig = loadPolicyConfig({ ...env, GRPC_ADDRESS: '127.0.0.1:0' });
-  const auditConfig = loadAuditConfig({ ...env, GRPC_ADDRESS: '127.0.0.1:0' });
+  // gRPC between the services of this one process runs over unix sockets: same protocol and
+  // code path as split mode, without the loopback TCP stack.
+  mkdirSync(dataDir, { recursive: true });
+  const socketDir = mkdtempSync(join(tmpdir(), 'portcullis-'));
+  const policyConfig = loadPolicyConfig({ ...env, GRPC_ADDRESS: `unix:${join(socketDir, 'policy.sock')}` });
+  const auditConfig = loadAuditConfig({ ...env, GRPC_ADDRESS: `unix:${join(socketDir, 'audit.sock')}` });
   // Validate the gateway's config (startup guard included) before anything starts.
   loadGatewayConfig(env, secret);
 
-  const cleanups: Array<() => Promise<void>> = [];
+  const cleanups: Array<() => Promise<void>> = [async () => rmSync(socketDir, { recursive: true, force: true })];
   const closeAll = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   };
