@@ -1,5 +1,7 @@
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
+import swagger from '@fastify/swagger';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import * as grpc from '@grpc/grpc-js';
 import { ApiError, type Bus, type Database } from '@portcullis/core';
 import type { GatewayConfig } from './config.ts';
@@ -13,6 +15,7 @@ import { auditRoutes } from './api/audit-router.ts';
 import { statusRoutes, type HealthProbe } from './api/status-router.ts';
 import { homeRoutes } from './api/home-router.ts';
 import { sameOriginGuard } from './plugins/session-auth.ts';
+import { validationApiError } from './api/validation.ts';
 
 export interface AppDeps {
   config: Pick<GatewayConfig, 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL'> & { publicUrl: string };
@@ -46,7 +49,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.setErrorHandler((error: FastifyError | ApiError | grpc.ServiceError, request, reply) => {
     let apiError: ApiError;
+    const invalid = validationApiError(error as FastifyError);
     if (error instanceof ApiError) apiError = error;
+    else if (invalid) apiError = invalid;
     else if ('code' in error && typeof error.code === 'number' && 'details' in error) apiError = apiErrorOfGrpc(error as grpc.ServiceError);
     else if ((error as FastifyError).statusCode === 413) apiError = new ApiError('payload_too_large', 'The request body is too large.');
     else if ((error as FastifyError).code === 'FST_ERR_CTP_INVALID_JSON' || (error as FastifyError).code === 'FST_ERR_CTP_EMPTY_JSON_BODY') apiError = new ApiError('invalid_request', 'The body is not valid JSON.');
@@ -64,7 +69,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.setNotFoundHandler((request, reply) => reply.code(404).send(new ApiError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`).toBody(request.id)));
 
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
   await app.register(cookie);
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Portcullis API', version: '0.1.0', description: 'REST API of the Portcullis gateway (dashboard session cookie).' },
+      components: { securitySchemes: { session: { type: 'apiKey', in: 'cookie', name: 'portcullis_session' } } },
+      security: [{ session: [] }],
+    },
+    transform: jsonSchemaTransform,
+    hideUntagged: false,
+  });
 
   await app.register(async (mcp) => {
     await mcpRoutes(mcp, {
@@ -81,6 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await auditRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
     await statusRoutes(api, { probes: deps.probes });
     await homeRoutes(api, { publicUrl: deps.config.publicUrl });
+    api.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   });
 
   return app;

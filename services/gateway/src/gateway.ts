@@ -20,11 +20,13 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+export interface GatewayDeps { db: Database; bus: Bus; dbPing: () => Promise<void>; log?: (line: string) => void; now?: () => number }
+
 /**
- * Wires the gateway's real dependencies and listens. `deps` are the handles that may be
- * shared with other services in one process (database, bus).
+ * Wires the gateway's real dependencies into an app that does not listen yet (tests use
+ * `app.inject()`); `release()` closes what the wiring opened, after the app is closed.
  */
-export async function startGateway(config: GatewayConfig, deps: { db: Database; bus: Bus; dbPing: () => Promise<void>; log?: (line: string) => void; now?: () => number }): Promise<Gateway> {
+export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): Promise<{ app: FastifyInstance; release(): Promise<void> }> {
   const log = deps.log ?? ((line: string) => process.stdout.write(line + '\n'));
   const policy = createPolicyClient(config.POLICY_URL, config.POLICY_TIMEOUT_MS);
   const audit = createAuditClient(config.AUDIT_URL);
@@ -60,19 +62,29 @@ export async function startGateway(config: GatewayConfig, deps: { db: Database; 
       audit: () => audit.stats({ agentIds: [], from: '', to: '' }).then(() => undefined),
     },
   });
-  const address = await app.listen({ port: config.PORT, host: config.HOST });
-  const url = config.PUBLIC_URL ?? address.replace('[::1]', 'localhost');
-
   return {
-    url,
     app,
-    async close() {
-      await app.close();
+    async release() {
       await publisher.flush();
       await resolver.close();
       await upstream.close();
       policy.close();
       audit.close();
+    },
+  };
+}
+
+/** Wires the gateway and listens on `PORT`/`HOST`. */
+export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
+  const { app, release } = await composeGateway(config, deps);
+  const address = await app.listen({ port: config.PORT, host: config.HOST });
+  const url = config.PUBLIC_URL ?? address.replace('[::1]', 'localhost');
+  return {
+    url,
+    app,
+    async close() {
+      await app.close();
+      await release();
     },
   };
 }

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { and, eq } from 'drizzle-orm';
 import { schema, type AuditEntryMsg, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
-import { parseInput } from './validation.ts';
 
 const isoDate = z.string().max(40).refine((v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d{2}-\d{2}/.test(v), 'must be an ISO 8601 date');
 const shortText = z.string().max(200);
@@ -63,9 +63,10 @@ function safeJson(text: string): Record<string, unknown> {
   try { return JSON.parse(text || '{}') as Record<string, unknown>; } catch { return {}; }
 }
 
-export async function auditRoutes(app: FastifyInstance, options: { db: Database; auth: AuthService; audit: AuditClient }) {
-  app.get('/api/audit', { preHandler: requireUser(options.auth) }, async (request) => {
-    const q = parseInput(auditQuerySchema, request.query, 'query');
+export async function auditRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: AuditClient }) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  app.get('/api/audit', { schema: { tags: ['audit'], querystring: auditQuerySchema }, preHandler: requireUser(options.auth) }, async (request) => {
+    const q = request.query;
     const agentIds = await visibleAgentIds(options.db, request.user!.id);
     const { entries, total } = await options.audit.query({
       filter: {

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser, SESSION_COOKIE } from '../plugins/session-auth.ts';
-import { parseInput } from './validation.ts';
 
 const email = z.string().trim().max(320).email();
 const magicLinkBody = z.strictObject({ email });
@@ -12,32 +12,31 @@ const verifyBody = z.union([
 ]);
 
 /** Sign-in by e-mail code or link, session status and logout. */
-export async function authRoutes(app: FastifyInstance, options: { auth: AuthService; secureCookies: boolean; sessionMaxMs: number }) {
+export async function authRoutes(fastify: FastifyInstance, options: { auth: AuthService; secureCookies: boolean; sessionMaxMs: number }) {
   const { auth } = options;
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
 
-  app.post('/api/auth/magic-link', async (request, reply) => {
-    const body = parseInput(magicLinkBody, request.body, 'body');
-    await auth.requestSignIn(body.email, request.ip);
+  app.post('/api/auth/magic-link', { schema: { tags: ['auth'], body: magicLinkBody } }, async (request, reply) => {
+    await auth.requestSignIn(request.body.email, request.ip);
     return reply.code(202).send({ sent: true });
   });
 
-  app.post('/api/auth/verify', async (request, reply) => {
-    const body = parseInput(verifyBody, request.body, 'body');
-    const session = await auth.verify(body, { ip: request.ip, userAgent: request.headers['user-agent'] });
+  app.post('/api/auth/verify', { schema: { tags: ['auth'], body: verifyBody } }, async (request, reply) => {
+    const session = await auth.verify(request.body, { ip: request.ip, userAgent: request.headers['user-agent'] });
     reply.setCookie(SESSION_COOKIE, session.token, {
       path: '/', httpOnly: true, sameSite: 'lax', secure: options.secureCookies, maxAge: Math.floor(options.sessionMaxMs / 1000),
     });
     return { user: session.user, mfaRequired: session.mfaRequired };
   });
 
-  app.get('/api/auth/status', async (request) => {
+  app.get('/api/auth/status', { schema: { tags: ['auth'] } }, async (request) => {
     const token = request.cookies[SESSION_COOKIE];
     const user = token ? await auth.userOfSession(token) : undefined;
     if (!user) return { authenticated: false, mfa: { enabled: false, satisfied: false } };
     return { authenticated: true, user: { id: user.id, email: user.email }, mfa: { enabled: !user.mfaSatisfied, satisfied: user.mfaSatisfied } };
   });
 
-  app.post('/api/auth/logout', { preHandler: requireUser(auth) }, async (request, reply) => {
+  app.post('/api/auth/logout', { schema: { tags: ['auth'] }, preHandler: requireUser(auth) }, async (request, reply) => {
     await auth.endSession(request.cookies[SESSION_COOKIE]!);
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     return { ok: true };

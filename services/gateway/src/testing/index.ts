@@ -1,0 +1,2 @@
+export { createApiHarness, HARNESS_ORIGIN, type ApiHarness } from './api-harness.ts';
+export { latestMail, readOutbox, type OutboxMessage } from './outbox.ts';
