@@ -19,3 +19,4 @@ export { AuditQueryService, bindServer, channelOptions, PolicyDecisionService } 
 export type * from './grpc/types.ts';
 export { createMemberVault, openSealed, rewrapMemberVault, sealToMember, unwrapPrivateKey, VaultError, type MemberVault } from './vault.ts';
 export { isolatingFetch } from './mcp/isolating-fetch.ts';
+export { openWithSecret, sealWithSecret } from './secret-box.ts';

@@ -6,3 +6,5 @@ export { memberKeys } from './member-keys.ts';
 export { connections, type ConnectionStatus } from './connections.ts';
 export { policies, policyVersions, type PolicyEffect, type PolicyPrincipal } from './policies.ts';
 export { signInCodes } from './sign-in-codes.ts';
+export { mfaBackupCodes } from './mfa-backup-codes.ts';
+export { invites } from './invites.ts';
