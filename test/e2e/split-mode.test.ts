@@ -1,65 +1,32 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectors, createNatsBus, openDatabase, schema, type Bus, type DatabaseHandle } from '@portcullis/core';
-import { createTestDatabase, TEST_NATS_URL, uniqueSubjectPrefix, type TestDatabase } from '@portcullis/core/testing';
+import { schema } from '@portcullis/core';
 import { compilePolicyText } from '@portcullis/policy';
 import { seedDemo, type DemoSeed } from '@portcullis/standalone';
-import { freePort, startTs, type RunningProcess } from '../support/processes.ts';
 import { addMember, sandboxTokenIssuer } from '../support/fixtures.ts';
 import { connectMcp } from '../support/mcp-client.ts';
+import { startSplitTopology, type SplitTopology } from '../support/split-topology.ts';
 import { auditEntriesUntil, exerciseBadMcpInput, exerciseProtocolVersions, exerciseToolCallPath, type ProductUnderTest } from './tool-call-path.scenario.ts';
 
 const BODY_LIMIT = 65_536;
 
 describe('split mode: gateway, policy and audit as three processes on real NATS JetStream and Postgres', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'pc-split-'));
-  const outboxDir = join(dataDir, 'outbox');
-  const secret = randomBytes(32).toString('base64url');
-  const prefix = uniqueSubjectPrefix('split');
-  const processes: RunningProcess[] = [];
-  let testDb: TestDatabase;
-  let database: DatabaseHandle;
-  let bus: Bus;
+  let topology: SplitTopology;
   let seed: DemoSeed;
   let p: ProductUnderTest;
   let sandboxUrl: string;
+  let database: SplitTopology['database'];
+  let bus: SplitTopology['bus'];
 
   beforeAll(async () => {
-    testDb = await createTestDatabase('split');
-    const [sandboxPort, policyPort, auditPort, gatewayPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-    const shared = { NODE_ENV: 'development', PORTCULLIS_SECRET: secret, LOG_LEVEL: 'warn', NATS_URL: TEST_NATS_URL, NATS_SUBJECT_PREFIX: prefix };
-    sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
-
-    const sandbox = startTs('services/sandbox/src/main.ts', { ...shared, SANDBOX_PORT: String(sandboxPort), DATA_DIR: join(dataDir, 'sandbox') }, 'sandbox');
-    const policy = startTs('services/policy/src/main.ts', { ...shared, DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${policyPort}`, DATA_DIR: join(dataDir, 'policy') }, 'policy');
-    const audit = startTs('services/audit/src/main.ts', { ...shared, GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, 'audit');
-    processes.push(sandbox, policy, audit);
-    await Promise.all([sandbox.waitFor(/sandbox listening/), policy.waitFor(/policy listening/), audit.waitFor(/audit listening/)]);
-
-    const upstreams = Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, `${sandboxUrl}/${c.key}/mcp`]));
-    const gateway = startTs('services/gateway/src/main.ts', {
-      ...shared, ...upstreams, DATABASE_URL: testDb.url, PORT: String(gatewayPort), DATA_DIR: join(dataDir, 'gateway'),
-      POLICY_URL: `127.0.0.1:${policyPort}`, AUDIT_URL: `127.0.0.1:${auditPort}`, MAIL_URL: `file://${outboxDir}`, MCP_BODY_LIMIT_BYTES: String(BODY_LIMIT),
-    }, 'gateway');
-    processes.push(gateway);
-    await gateway.waitFor(/gateway listening/);
-
-    database = await openDatabase({ DATABASE_URL: testDb.url, DATA_DIR: dataDir });
-    bus = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: prefix });
+    topology = await startSplitTopology({ env: { MCP_BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
+    ({ sandboxUrl, database, bus } = topology);
     seed = (await seedDemo(database.db, { issueToken: sandboxTokenIssuer(sandboxUrl), cedarOf: compilePolicyText }))!;
-    p = { baseUrl: `http://127.0.0.1:${gatewayPort}`, memberKey: seed.memberKey, ownerEmail: seed.ownerEmail, outboxDir };
+    p = { baseUrl: topology.gateways[0]!, memberKey: seed.memberKey, ownerEmail: seed.ownerEmail, outboxDir: topology.outboxDir };
   });
 
   afterAll(async () => {
-    for (const proc of processes.reverse()) await proc.stop();
-    await bus?.close();
-    await database?.close();
-    await testDb?.drop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await topology?.stop();
   });
 
   let cookie: string;

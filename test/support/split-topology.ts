@@ -1,0 +1,72 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { connectors, createNatsBus, openDatabase, type Bus, type DatabaseHandle } from '@portcullis/core';
+import { createTestDatabase, TEST_NATS_URL, uniqueSubjectPrefix, type TestDatabase } from '@portcullis/core/testing';
+import { freePort, startTs, type RunningProcess } from './processes.ts';
+
+export interface SplitTopology {
+  /** Base URLs of the gateway replicas. */
+  gateways: string[];
+  sandboxUrl: string;
+  outboxDir: string;
+  database: DatabaseHandle;
+  /** A bus client of the test's own, on the topology's subjects. */
+  bus: Bus;
+  stop(): Promise<void>;
+}
+
+/**
+ * Portcullis split into processes on the machine's Postgres (a throwaway database) and NATS
+ * JetStream (a subject prefix of its own): sandbox, policy, audit, and `gatewayCount` gateways.
+ */
+export async function startSplitTopology(options: { gatewayCount?: number; env?: Record<string, string> } = {}): Promise<SplitTopology> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pc-split-'));
+  const outboxDir = join(dataDir, 'outbox');
+  const testDb: TestDatabase = await createTestDatabase('split');
+  const processes: RunningProcess[] = [];
+  const shared = {
+    NODE_ENV: 'development', PORTCULLIS_SECRET: randomBytes(32).toString('base64url'), LOG_LEVEL: 'warn',
+    NATS_URL: TEST_NATS_URL, NATS_SUBJECT_PREFIX: uniqueSubjectPrefix('split'), ...options.env,
+  };
+  try {
+    const [sandboxPort, policyPort, auditPort] = await Promise.all([freePort(), freePort(), freePort()]);
+    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    const sandbox = startTs('services/sandbox/src/main.ts', { ...shared, SANDBOX_PORT: String(sandboxPort), DATA_DIR: join(dataDir, 'sandbox') }, 'sandbox');
+    const policy = startTs('services/policy/src/main.ts', { ...shared, DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${policyPort}`, DATA_DIR: join(dataDir, 'policy') }, 'policy');
+    const audit = startTs('services/audit/src/main.ts', { ...shared, GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, 'audit');
+    processes.push(sandbox, policy, audit);
+    await Promise.all([sandbox.waitFor(/sandbox listening/), policy.waitFor(/policy listening/), audit.waitFor(/audit listening/)]);
+
+    const upstreams = Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, `${sandboxUrl}/${c.key}/mcp`]));
+    const gateways: string[] = [];
+    for (let i = 0; i < (options.gatewayCount ?? 1); i++) {
+      const port = await freePort();
+      const gateway = startTs('services/gateway/src/main.ts', {
+        ...shared, ...upstreams, DATABASE_URL: testDb.url, PORT: String(port), DATA_DIR: join(dataDir, `gateway${i}`),
+        POLICY_URL: `127.0.0.1:${policyPort}`, AUDIT_URL: `127.0.0.1:${auditPort}`, MAIL_URL: `file://${outboxDir}`,
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+      }, `gateway${i}`);
+      processes.push(gateway);
+      await gateway.waitFor(/gateway listening/);
+      gateways.push(`http://127.0.0.1:${port}`);
+    }
+    const database = await openDatabase({ DATABASE_URL: testDb.url, DATA_DIR: dataDir });
+    const bus = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: shared.NATS_SUBJECT_PREFIX });
+    return {
+      gateways, sandboxUrl, outboxDir, database, bus,
+      async stop() {
+        for (const proc of processes.reverse()) await proc.stop();
+        await bus.close();
+        await database.close();
+        await testDb.drop();
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    for (const proc of processes.reverse()) await proc.stop();
+    await testDb.drop();
+    throw err;
+  }
+}
