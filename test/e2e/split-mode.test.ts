@@ -4,7 +4,7 @@ import { schema } from '@portcullis/core';
 import { compilePolicyText } from '@portcullis/policy';
 import { seedDemo, type DemoSeed } from '@portcullis/standalone';
 import { addMember, sandboxTokenIssuer } from '../support/fixtures.ts';
-import { connectMcp } from '../support/mcp-client.ts';
+import { connectMcp, connectMcpDirect } from '../support/mcp-client.ts';
 import { startSplitTopology, type SplitTopology } from '../support/split-topology.ts';
 import { auditEntriesUntil, exerciseBadMcpInput, exerciseProtocolVersions, exerciseToolCallPath, type ProductUnderTest } from './tool-call-path.scenario.ts';
 
@@ -85,5 +85,31 @@ describe('split mode: gateway, policy and audit as three processes on real NATS 
     await again.client.close();
     await transport.terminateSession().catch(() => undefined);
     await client.close();
+  });
+
+  it('reports dependency health; with the policy service down, /api/status is 503 and calls are denied, never forwarded', async () => {
+    const healthy = await fetch(`${p.baseUrl}/api/status`);
+    expect(healthy.status).toBe(200);
+    expect(await healthy.json()).toMatchObject({ status: 'ok', dependencies: { database: { status: 'up' }, bus: { status: 'up' }, policy: { status: 'up' }, audit: { status: 'up' } } });
+
+    expect(await topology.processes.policy!.stop('SIGKILL')).toBe(null);
+    const degraded = await fetch(`${p.baseUrl}/api/status`);
+    expect(degraded.status).toBe(503);
+    expect(await degraded.json()).toMatchObject({ status: 'degraded', dependencies: { policy: { status: 'down' } } });
+
+    const { client, transport } = await connectMcp(p.baseUrl, p.memberKey);
+    const result = await client.callTool({ name: 'github__issue_write', arguments: { method: 'create', owner: 'acme', repo: 'api', title: 'must not be created' } });
+    expect(result.isError).toBe(true);
+    expect((result.content as Array<{ text: string }>)[0]!.text).toMatch(/policy service unavailable/i);
+    await transport.terminateSession().catch(() => undefined);
+    await client.close();
+    const { entries } = await auditEntriesUntil(p, cookie, (es) => es.some((e) => e.tool === 'issue_write'));
+    expect(entries.find((e) => e.tool === 'issue_write')).toMatchObject({ decision: 'DENY' });
+    // Nothing reached the upstream: the sandbox has no issue titled so.
+    const token = await sandboxTokenIssuer(sandboxUrl)('github', { login: 'demo-user', name: 'Demo User' });
+    const direct = await connectMcpDirect(`${sandboxUrl}/github/mcp`, token);
+    const issues = await direct.callTool({ name: 'list_issues', arguments: { owner: 'acme', repo: 'api' } });
+    expect(JSON.stringify(issues.content)).not.toContain('must not be created');
+    await direct.close();
   });
 });

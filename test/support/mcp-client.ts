@@ -13,3 +13,10 @@ export async function connectMcp(baseUrl: string, memberKey: string, protocolVer
   await client.connect(transport);
   return { client, transport };
 }
+
+/** An MCP SDK client straight to an upstream (no gateway), with an upstream bearer token. */
+export async function connectMcpDirect(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: 'portcullis-e2e-direct', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: isolatingFetch, requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return client;
+}

@@ -14,6 +14,8 @@ export interface SplitTopology {
   database: DatabaseHandle;
   /** A bus client of the test's own, on the topology's subjects. */
   bus: Bus;
+  /** The processes by name: sandbox, policy, audit, gateway0, gateway1, … */
+  processes: Record<string, RunningProcess>;
   stop(): Promise<void>;
 }
 
@@ -54,8 +56,9 @@ export async function startSplitTopology(options: { gatewayCount?: number; env?:
     }
     const database = await openDatabase({ DATABASE_URL: testDb.url, DATA_DIR: dataDir });
     const bus = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: shared.NATS_SUBJECT_PREFIX });
+    const byName = Object.fromEntries(processes.map((proc, i) => [i < 3 ? ['sandbox', 'policy', 'audit'][i]! : `gateway${i - 3}`, proc]));
     return {
-      gateways, sandboxUrl, outboxDir, database, bus,
+      gateways, sandboxUrl, outboxDir, database, bus, processes: byName,
       async stop() {
         for (const proc of processes.reverse()) await proc.stop();
         await bus.close();
