@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -11,20 +11,29 @@ import type { AuthService } from './modules/auth/auth-service.ts';
 import type { ToolCallService } from './mcp/tool-call-service.ts';
 import { mcpRoutes } from './mcp/mcp-route.ts';
 import { authRoutes } from './api/auth-router.ts';
+import { accountRoutes } from './api/account-router.ts';
+import { authRateLimitsOf, type RateLimitConfig } from './plugins/rate-limits.ts';
 import { auditRoutes } from './api/audit-router.ts';
+import { agentsRoutes } from './api/agents-router.ts';
+import { membersRoutes } from './api/members-router.ts';
+import type { Mailer } from './modules/mail/mailer.ts';
 import { statusRoutes, type HealthProbe } from './api/status-router.ts';
 import { homeRoutes } from './api/home-router.ts';
 import { sameOriginGuard } from './plugins/session-auth.ts';
 import { validationApiError } from './api/validation.ts';
 
 export interface AppDeps {
-  config: Pick<GatewayConfig, 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL'> & { publicUrl: string };
+  config: Pick<GatewayConfig, 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL'> & RateLimitConfig & { publicUrl: string };
   db: Database;
   bus: Bus;
   resolver: MemberKeyResolver;
   toolCalls: ToolCallService;
   auth: AuthService;
   audit: AuditClient;
+  /** Sends invite e-mails (the same mailer as sign-in). */
+  mailer: Mailer;
+  /** The server secret (`PORTCULLIS_SECRET`); invite tokens are signed under a key derived from it. */
+  secret: string;
   probes: Record<string, HealthProbe>;
 }
 
@@ -44,6 +53,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: deps.config.TRUST_PROXY,
     bodyLimit: deps.config.API_BODY_LIMIT_BYTES,
     genReqId: () => crypto.randomUUID(),
+    // Router-level faults (a malformed URL, an over-long path parameter) in our error shape too.
+    frameworkErrors: (error, request, reply) => {
+      const body = new ApiError('invalid_request', error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long.' : 'The URL is malformed.').toBody(request.id);
+      void (reply as FastifyReply).code(400).send(body);
+    },
     logController: new LogController({ disableRequestLogging: true }),
   });
 
@@ -93,8 +107,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(async (api) => {
     api.addHook('onRequest', sameOriginGuard([deps.config.publicUrl]));
-    await authRoutes(api, { auth: deps.auth, secureCookies: deps.config.publicUrl.startsWith('https:'), sessionMaxMs: deps.config.SESSION_MAX_MINUTES * 60_000 });
+    await authRoutes(api, { auth: deps.auth, secureCookies: deps.config.publicUrl.startsWith('https:'), sessionMaxMs: deps.config.SESSION_MAX_MINUTES * 60_000, rateLimits: authRateLimitsOf(deps.config) });
+    await accountRoutes(api, { auth: deps.auth });
     await auditRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
+    await agentsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth });
+    await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl });
     await statusRoutes(api, { probes: deps.probes });
     await homeRoutes(api, { publicUrl: deps.config.publicUrl });
     api.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());

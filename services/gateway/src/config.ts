@@ -26,6 +26,21 @@ const gatewayShape = {
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   SESSION_IDLE_MINUTES: durationMinutes(60 * 12),
   SESSION_MAX_MINUTES: durationMinutes(60 * 24 * 14),
+  /**
+   * Who must enrol in TOTP MFA before using the dashboard API: nobody (`off`), users who own
+   * an agent (`owners`), or everyone (`all`). Users who enabled MFA must pass it regardless.
+   */
+  MFA_REQUIRED: z.enum(['off', 'owners', 'all']).default('off'),
+  /**
+   * Rate limits (in-memory per replica; fixed windows of RATE_LIMIT_WINDOW_MINUTES). Sign-in
+   * code requests per e-mail address and per client IP; code and link exchanges per IP; MFA
+   * code checks (verify, verify-setup) per IP.
+   */
+  RATE_LIMIT_WINDOW_MINUTES: durationMinutes(15),
+  RATE_LIMIT_MAGIC_LINK_PER_ADDRESS: z.coerce.number().int().positive().default(5),
+  RATE_LIMIT_MAGIC_LINK_PER_IP: z.coerce.number().int().positive().default(20),
+  RATE_LIMIT_VERIFY_PER_IP: z.coerce.number().int().positive().default(30),
+  RATE_LIMIT_MFA_PER_IP: z.coerce.number().int().positive().default(30),
   /** Honour X-Forwarded-For from a load balancer in front. */
   TRUST_PROXY: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, z.string().url().optional()])),

@@ -35,12 +35,15 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
   const resolver = createMemberKeyResolver({ db: deps.db, bus: deps.bus });
   const toolCalls = createToolCallService({ policy, upstream, audit: publisher, upstreamUrls: config.upstreamUrls, ...(deps.now ? { now: deps.now } : {}) });
   const publicUrlGuess = config.PUBLIC_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
+  const mailer = createMailer(config.MAIL_URL!, config.MAIL_FROM, log);
   const auth = createAuthService({
     db: deps.db,
-    mailer: createMailer(config.MAIL_URL!, config.MAIL_FROM, log),
+    mailer,
     secret: config.secret,
     publicUrl: publicUrlGuess,
     sessions: { idleMs: config.SESSION_IDLE_MINUTES * 60_000, maxMs: config.SESSION_MAX_MINUTES * 60_000 },
+    mfaPolicy: config.MFA_REQUIRED,
+    ...(deps.now ? { now: deps.now } : {}),
   });
 
   const app = await buildApp({
@@ -51,6 +54,8 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     toolCalls,
     auth,
     audit,
+    mailer,
+    secret: config.secret,
     probes: {
       database: deps.dbPing,
       bus: () => deps.bus.ping(),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiHarness, latestMail, type ApiHarness } from '../testing/index.ts';
+import { createApiHarness, latestMail, readOutbox, type ApiHarness } from '../testing/index.ts';
 
 describe('auth routes', () => {
   let h: ApiHarness;
@@ -9,11 +9,11 @@ describe('auth routes', () => {
   it('signs in with the e-mailed code, reports status, and logs out', async () => {
     const cookie = await h.signIn('Ada@Example.com');
     const status = await h.request({ method: 'GET', url: '/api/auth/status', cookie });
-    expect(status.json()).toMatchObject({ authenticated: true, user: { email: 'ada@example.com' } });
+    expect(status.json()).toEqual({ authenticated: true, user: { id: expect.any(String), email: 'ada@example.com' }, mfa: { enabled: false, satisfied: false, required: false } });
     const out = await h.request({ method: 'POST', url: '/api/auth/logout', cookie });
     expect(out.statusCode).toBe(200);
     const after = await h.request({ method: 'GET', url: '/api/auth/status', cookie });
-    expect(after.json()).toMatchObject({ authenticated: false });
+    expect(after.json()).toEqual({ authenticated: false, mfa: { enabled: false, satisfied: false, required: false } });
   });
 
   it('answers the same for unknown addresses, and the link token works once', async () => {
@@ -77,5 +77,69 @@ describe('auth routes', () => {
     const doc = res.json() as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toMatch(/^3\./);
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/auth/magic-link', '/api/auth/verify', '/api/audit']));
+  });
+});
+
+describe('sign-in rate limits', () => {
+  let h: ApiHarness;
+  beforeAll(async () => {
+    h = await createApiHarness({
+      RATE_LIMIT_MAGIC_LINK_PER_ADDRESS: '2', RATE_LIMIT_MAGIC_LINK_PER_IP: '4', RATE_LIMIT_VERIFY_PER_IP: '3', RATE_LIMIT_MFA_PER_IP: '2',
+    });
+  });
+  afterAll(async () => { await h?.close(); });
+
+  const magicLink = (email: string, remoteAddress: string) =>
+    h.request({ method: 'POST', url: '/api/auth/magic-link', payload: { email }, remoteAddress });
+
+  function expectLimited(res: Awaited<ReturnType<ApiHarness['request']>>) {
+    expect(res.statusCode).toBe(429);
+    expect(res.json()).toMatchObject({ error: { code: 'rate_limited', message: expect.any(String), requestId: expect.any(String) } });
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(15 * 60);
+  }
+
+  it('limits code requests per address, the same way for known and unknown addresses, and sends nothing more', async () => {
+    await h.signIn('known@example.com'); // an account exists for this one (one request spent from 10.0.0.9)
+    expect((await magicLink('known@example.com', '10.0.0.1')).statusCode).toBe(202);
+    expectLimited(await magicLink('known@example.com', '10.0.0.2'));
+    for (const ip of ['10.0.0.3', '10.0.0.4']) expect((await magicLink('Unknown@Example.com', ip)).statusCode).toBe(202);
+    const unknown = await magicLink('unknown@example.com ', '10.0.0.5');
+    expectLimited(unknown);
+    const known = await magicLink('known@example.com', '10.0.0.6');
+    expect(Object.keys(known.json().error)).toEqual(Object.keys(unknown.json().error));
+    expect(known.json().error.message).toBe(unknown.json().error.message);
+    expect(readOutbox(h.outboxDir).filter((m) => m.to === 'unknown@example.com')).toHaveLength(2);
+  });
+
+  it('limits code requests per IP across addresses', async () => {
+    for (let i = 0; i < 4; i++) expect((await magicLink(`ip${i}@example.com`, '10.0.1.1')).statusCode).toBe(202);
+    expectLimited(await magicLink('ip9@example.com', '10.0.1.1'));
+    expect((await magicLink('ip9@example.com', '10.0.1.2')).statusCode).toBe(202);
+  });
+
+  it('limits code and link exchanges per IP, before the code is even looked at', async () => {
+    expect((await magicLink('guess@example.com', '10.0.2.9')).statusCode).toBe(202);
+    const { code } = latestMail(h.outboxDir, 'guess@example.com');
+    const wrong = code === '00000000' ? '11111111' : '00000000';
+    for (let i = 0; i < 3; i++) {
+      const res = await h.request({ method: 'POST', url: '/api/auth/verify', payload: { email: 'guess@example.com', code: wrong }, remoteAddress: '10.0.2.1' });
+      expect(res.statusCode).toBe(401);
+    }
+    expectLimited(await h.request({ method: 'POST', url: '/api/auth/verify', payload: { email: 'guess@example.com', code }, remoteAddress: '10.0.2.1' }));
+    // The right code still works from elsewhere: the limited request changed nothing.
+    expect((await h.request({ method: 'POST', url: '/api/auth/verify', payload: { email: 'guess@example.com', code }, remoteAddress: '10.0.2.2' })).statusCode).toBe(200);
+  });
+
+  it('limits MFA code checks per IP', async () => {
+    const cookie = await h.signIn('mfa-limit@example.com');
+    const setup = await h.request({ method: 'POST', url: '/api/auth/mfa/setup', cookie });
+    expect(setup.statusCode).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const res = await h.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie, payload: { code: '000000' }, remoteAddress: '10.0.3.1' });
+      expect(res.statusCode).not.toBe(429);
+    }
+    expectLimited(await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: '000000' }, remoteAddress: '10.0.3.1' }));
+    expect((await h.request({ method: 'POST', url: '/api/auth/mfa/verify', payload: { code: '000000' }, remoteAddress: '10.0.3.1' })).statusCode).toBe(429);
   });
 });

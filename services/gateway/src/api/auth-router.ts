@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AuthService } from '../modules/auth/auth-service.ts';
+import { normaliseEmail, type AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser, SESSION_COOKIE } from '../plugins/session-auth.ts';
+import { createLimiters, type AuthRateLimits } from '../plugins/rate-limits.ts';
 
 const email = z.string().trim().max(320).email();
 const magicLinkBody = z.strictObject({ email });
@@ -10,18 +11,38 @@ const verifyBody = z.union([
   z.strictObject({ email, code: z.string().regex(/^\d{6,10}$/, 'must be the digits from the e-mail') }),
   z.strictObject({ token: z.string().min(16).max(200) }),
 ]);
+const totpCode = z.string().trim().regex(/^\d{6}$/, 'must be the 6 digits from the authenticator app');
+const mfaVerifySetupBody = z.strictObject({ code: totpCode });
+const mfaVerifyBody = z.union([
+  z.strictObject({ code: totpCode }),
+  z.strictObject({ backupCode: z.string().trim().min(8).max(32) }),
+]);
 
-/** Sign-in by e-mail code or link, session status and logout. */
-export async function authRoutes(fastify: FastifyInstance, options: { auth: AuthService; secureCookies: boolean; sessionMaxMs: number }) {
-  const { auth } = options;
+/**
+ * Sign-in by e-mail code or link, session status, logout, and the MFA operations (setup,
+ * verify-setup, verify). The MFA routes and logout accept an MFA-pending session; nothing
+ * else does (see `requireUser`).
+ */
+export async function authRoutes(fastify: FastifyInstance, options: { auth: AuthService; secureCookies: boolean; sessionMaxMs: number; rateLimits: AuthRateLimits }) {
+  const { auth, rateLimits } = options;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const limiter = await createLimiters(fastify);
+  const magicLinkPerIp = limiter(rateLimits.magicLinkPerIp, 'sign-in requests from this address');
+  // Counted per address whether or not it has an account, so a 429 says nothing about existence.
+  const magicLinkPerAddress = limiter(rateLimits.magicLinkPerAddress, 'sign-in requests for this e-mail address',
+    (request) => `email:${normaliseEmail((request.body as { email: string }).email)}`);
+  const verifyPerIp = limiter(rateLimits.verifyPerIp, 'sign-in attempts from this address');
+  const mfaPerIp = limiter(rateLimits.mfaPerIp, 'MFA attempts from this address');
+  const sessionEvenIfMfaPending = requireUser(auth, { allowMfaPending: true });
 
-  app.post('/api/auth/magic-link', { schema: { tags: ['auth'], body: magicLinkBody } }, async (request, reply) => {
+  app.post('/api/auth/magic-link', {
+    schema: { tags: ['auth'], body: magicLinkBody }, onRequest: magicLinkPerIp, preHandler: magicLinkPerAddress,
+  }, async (request, reply) => {
     await auth.requestSignIn(request.body.email, request.ip);
     return reply.code(202).send({ sent: true });
   });
 
-  app.post('/api/auth/verify', { schema: { tags: ['auth'], body: verifyBody } }, async (request, reply) => {
+  app.post('/api/auth/verify', { schema: { tags: ['auth'], body: verifyBody }, onRequest: verifyPerIp }, async (request, reply) => {
     const session = await auth.verify(request.body, { ip: request.ip, userAgent: request.headers['user-agent'] });
     reply.setCookie(SESSION_COOKIE, session.token, {
       path: '/', httpOnly: true, sameSite: 'lax', secure: options.secureCookies, maxAge: Math.floor(options.sessionMaxMs / 1000),
@@ -32,13 +53,28 @@ export async function authRoutes(fastify: FastifyInstance, options: { auth: Auth
   app.get('/api/auth/status', { schema: { tags: ['auth'] } }, async (request) => {
     const token = request.cookies[SESSION_COOKIE];
     const user = token ? await auth.userOfSession(token) : undefined;
-    if (!user) return { authenticated: false, mfa: { enabled: false, satisfied: false } };
-    return { authenticated: true, user: { id: user.id, email: user.email }, mfa: { enabled: !user.mfaSatisfied, satisfied: user.mfaSatisfied } };
+    if (!user) return { authenticated: false, mfa: { enabled: false, satisfied: false, required: false } };
+    const { enabled, satisfied, required } = user.mfa;
+    return { authenticated: true, user: { id: user.id, email: user.email }, mfa: { enabled, satisfied, required } };
   });
 
-  app.post('/api/auth/logout', { schema: { tags: ['auth'] }, preHandler: requireUser(auth) }, async (request, reply) => {
+  app.post('/api/auth/logout', { schema: { tags: ['auth'] }, preHandler: sessionEvenIfMfaPending }, async (request, reply) => {
     await auth.endSession(request.cookies[SESSION_COOKIE]!);
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    return { ok: true };
+  });
+
+  app.post('/api/auth/mfa/setup', { schema: { tags: ['auth'] }, preHandler: sessionEvenIfMfaPending }, async (request) =>
+    auth.mfa.setup(request.user!));
+
+  app.post('/api/auth/mfa/verify-setup', {
+    schema: { tags: ['auth'], body: mfaVerifySetupBody }, onRequest: mfaPerIp, preHandler: sessionEvenIfMfaPending,
+  }, async (request) => auth.mfa.verifySetup(request.user!, request.body.code));
+
+  app.post('/api/auth/mfa/verify', {
+    schema: { tags: ['auth'], body: mfaVerifyBody }, onRequest: mfaPerIp, preHandler: sessionEvenIfMfaPending,
+  }, async (request) => {
+    await auth.mfa.verify(request.user!, request.body);
     return { ok: true };
   });
 }

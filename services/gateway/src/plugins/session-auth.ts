@@ -1,20 +1,32 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '@portcullis/core';
-import type { AuthService, SignedInUser } from '../modules/auth/auth-service.ts';
+import type { AuthService, SessionUser } from '../modules/auth/auth-service.ts';
 
 export const SESSION_COOKIE = 'portcullis_session';
 
 declare module 'fastify' {
-  interface FastifyRequest { user?: SignedInUser & { sessionId: string; mfaSatisfied: boolean } }
+  interface FastifyRequest { user?: SessionUser }
 }
 
-/** A preHandler that requires a live dashboard session (and satisfied MFA) and sets `request.user`. */
-export function requireUser(auth: AuthService) {
+const pendingMessages = {
+  mfa_required: 'Complete the MFA challenge first (POST /api/auth/mfa/verify).',
+  mfa_enrolment_required: 'This account must use MFA: set it up first (POST /api/auth/mfa/setup, then /api/auth/mfa/verify-setup).',
+} as const;
+
+/**
+ * A preHandler that requires a live dashboard session and sets `request.user`. A session that
+ * is MFA pending (see `MfaState.pending`) gets 403 `forbidden` with `details.reason`
+ * `mfa_required` or `mfa_enrolment_required`, so every router that uses this inherits the
+ * MFA gate. Only the MFA routes and logout pass `{ allowMfaPending: true }`.
+ */
+export function requireUser(auth: Pick<AuthService, 'userOfSession'>, options: { allowMfaPending?: boolean } = {}) {
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     const token = request.cookies[SESSION_COOKIE];
     const user = token ? await auth.userOfSession(token) : undefined;
     if (!user) throw new ApiError('unauthenticated', 'Sign in first: this request needs a dashboard session.');
-    if (!user.mfaSatisfied) throw new ApiError('forbidden', 'Complete the MFA challenge first.', { reason: 'mfa_required' });
+    if (user.mfa.pending && !options.allowMfaPending) {
+      throw new ApiError('forbidden', pendingMessages[user.mfa.pending], { reason: user.mfa.pending });
+    }
     request.user = user;
   };
 }

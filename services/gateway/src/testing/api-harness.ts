@@ -40,7 +40,10 @@ export async function createApiHarness(env: Record<string, string> = {}): Promis
   bus.onChange((e) => events.push(e));
   const config = loadGatewayConfig({
     NODE_ENV: 'test', DATA_DIR: dataDir, DATABASE_URL: testDb.url, MAIL_URL: `file://${outboxDir}`, PUBLIC_URL: HARNESS_ORIGIN,
-    LOG_LEVEL: 'silent', POLICY_URL: '127.0.0.1:1', AUDIT_URL: '127.0.0.1:1', ...env,
+    LOG_LEVEL: 'silent', POLICY_URL: '127.0.0.1:1', AUDIT_URL: '127.0.0.1:1',
+    // Every injected request comes from one IP: tests of the limits themselves lower these again.
+    RATE_LIMIT_MAGIC_LINK_PER_ADDRESS: '1000', RATE_LIMIT_MAGIC_LINK_PER_IP: '100000', RATE_LIMIT_VERIFY_PER_IP: '100000', RATE_LIMIT_MFA_PER_IP: '100000',
+    ...env,
   }, randomBytes(32).toString('base64url'));
   const { app, release } = await composeGateway(config, { db: database.db, bus, dbPing: database.ping });
   await app.ready();

@@ -1,16 +1,25 @@
 import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
-import { and, desc, eq, gt, isNull } from 'drizzle-orm';
+import { and, desc, eq, gt, isNull, sql } from 'drizzle-orm';
 import { ApiError, schema, type Database } from '@portcullis/core';
 import type { Mailer } from '../mail/mailer.ts';
+import { mfaStateOf, type DashboardSessionView, type MfaPolicy, type SessionUser } from './auth-types.ts';
+import { createMfaService } from './mfa-service.ts';
 
-const { dashboardSessions, signInCodes, users } = schema;
+export type { DashboardSessionView, MfaPendingReason, MfaPolicy, MfaState, SessionUser, SignedInUser } from './auth-types.ts';
+
+const { dashboardSessions, members, signInCodes, users } = schema;
 
 const CODE_TTL_MS = 10 * 60_000;
 const MAX_ATTEMPTS = 5;
+/** `lastSeenAt` is written at most once a minute per session (sooner for very short idle windows), not on every request. */
+const TOUCH_INTERVAL_MS = 60_000;
 
-export interface SignedInUser { id: string; email: string }
-
-export interface SessionPolicy { idleMs: number; maxMs: number }
+export interface SessionPolicy {
+  /** A session unused this long has ended (`SESSION_IDLE_MINUTES`). */
+  idleMs: number;
+  /** A session older than this has ended, however active (`SESSION_MAX_MINUTES`). */
+  maxMs: number;
+}
 
 /** Normalised e-mail: trimmed and lower-cased, so one person has one account. */
 export function normaliseEmail(email: string): string {
@@ -21,37 +30,66 @@ export function normaliseEmail(email: string): string {
  * Magic-link sign-in and server-side dashboard sessions. Codes and link tokens are stored as
  * HMACs under the server secret, are single use, expire after 10 minutes and allow a bounded
  * number of wrong guesses. Session cookies carry a random token; only its digest is stored.
+ * A session ends on logout, after `idleMs` without a request, or `maxMs` after sign-in.
+ * `now` is injectable so tests can move the clock.
  */
-export function createAuthService(deps: { db: Database; mailer: Mailer; secret: string; publicUrl: string; sessions: SessionPolicy }) {
+export function createAuthService(deps: {
+  db: Database; mailer: Mailer; secret: string; publicUrl: string; sessions: SessionPolicy;
+  /** `MFA_REQUIRED`; default `off`. */
+  mfaPolicy?: MfaPolicy;
+  now?: () => number;
+}) {
+  const now = deps.now ?? Date.now;
+  const touchAfterMs = Math.min(TOUCH_INTERVAL_MS, deps.sessions.idleMs / 10);
+  const mfaPolicy = deps.mfaPolicy ?? 'off';
   const keyed = (value: string) => createHmac('sha256', deps.secret).update(value).digest('hex');
   const digest = (value: string) => createHash('sha256').update(value).digest('hex');
   const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+  /** True when the user behind `users.id` owns an agent; only asked when the policy is `owners`. */
+  const ownsAgent = mfaPolicy === 'owners'
+    ? sql<boolean>`exists (select 1 from ${members} where ${members.userId} = ${users.id} and ${members.role} = 'owner' and ${members.status} = 'approved')`
+    : sql<boolean>`false`;
+  /** The live-session condition, in SQL, for listings. */
+  const liveAt = (at: number) => and(
+    isNull(dashboardSessions.endedAt),
+    gt(dashboardSessions.expiresAt, new Date(at)),
+    gt(dashboardSessions.lastSeenAt, new Date(at - deps.sessions.idleMs)),
+  );
 
   async function startSession(email: string, meta: { ip: string; userAgent: string | undefined }) {
     const [existing] = await deps.db.select().from(users).where(eq(users.email, email));
     const user = existing ?? (await deps.db.insert(users).values({ email }).onConflictDoNothing().returning())[0]
       ?? (await deps.db.select().from(users).where(eq(users.email, email)))[0]!;
     const token = randomBytes(32).toString('base64url');
-    const now = Date.now();
+    const at = now();
+    // A new session has passed no MFA check; users without MFA are simply never asked for one.
     await deps.db.insert(dashboardSessions).values({
       tokenHash: digest(token),
       userId: user.id,
-      mfaSatisfied: !user.mfaEnabled,
+      mfaSatisfied: false,
       ip: meta.ip,
       userAgent: meta.userAgent?.slice(0, 500) ?? null,
-      expiresAt: new Date(now + deps.sessions.maxMs),
+      createdAt: new Date(at),
+      lastSeenAt: new Date(at),
+      expiresAt: new Date(at + deps.sessions.maxMs),
     });
-    return { token, user: { id: user.id, email: user.email }, mfaRequired: user.mfaEnabled };
+    const ownership = mfaPolicy === 'owners' ? (await deps.db.select({ ownsAgent }).from(users).where(eq(users.id, user.id)))[0] : undefined;
+    const mfa = mfaStateOf({ mfaEnabled: user.mfaEnabled, mfaSatisfied: false, ownsAgent: Boolean(ownership?.ownsAgent) }, mfaPolicy);
+    return { token, user: { id: user.id, email: user.email }, mfaRequired: mfa.pending !== null };
   }
 
   return {
+    /** TOTP enrolment and challenge for signed-in sessions. */
+    mfa: createMfaService({ db: deps.db, secret: deps.secret, now }),
+
     /** Sends a code and a link; answers the same whether or not the address has an account. */
     async requestSignIn(rawEmail: string, ip: string): Promise<void> {
       const email = normaliseEmail(rawEmail);
       const code = String(randomInt(0, 100_000_000)).padStart(8, '0');
       const token = randomBytes(32).toString('base64url');
       await deps.db.insert(signInCodes).values({
-        email, codeHash: keyed(`${email}:${code}`), tokenHash: keyed(token), requestIp: ip, expiresAt: new Date(Date.now() + CODE_TTL_MS),
+        email, codeHash: keyed(`${email}:${code}`), tokenHash: keyed(token), requestIp: ip,
+        createdAt: new Date(now()), expiresAt: new Date(now() + CODE_TTL_MS),
       });
       const link = `${deps.publicUrl}/sign-in?token=${token}`;
       await deps.mailer.send({
@@ -63,48 +101,82 @@ export function createAuthService(deps: { db: Database; mailer: Mailer; secret: 
       });
     },
 
-    /** Exchanges `{email, code}` or `{token}` for a new session; every failure is the same 401. */
+    /**
+     * Exchanges `{email, code}` or `{token}` for a new session; every failure is the same 401.
+     * `mfaRequired` is true when the new session is MFA pending (challenge or enrolment).
+     */
     async verify(input: { email: string; code: string } | { token: string }, meta: { ip: string; userAgent: string | undefined }) {
       const invalid = new ApiError('unauthenticated', 'The code or link is invalid, already used, or expired. Request a new one.');
-      const now = new Date();
+      const at = new Date(now());
       if ('token' in input) {
-        const [row] = await deps.db.update(signInCodes).set({ consumedAt: now })
-          .where(and(eq(signInCodes.tokenHash, keyed(input.token)), isNull(signInCodes.consumedAt), gt(signInCodes.expiresAt, now)))
+        const [row] = await deps.db.update(signInCodes).set({ consumedAt: at })
+          .where(and(eq(signInCodes.tokenHash, keyed(input.token)), isNull(signInCodes.consumedAt), gt(signInCodes.expiresAt, at)))
           .returning();
         if (!row) throw invalid;
         return startSession(row.email, meta);
       }
       const email = normaliseEmail(input.email);
       const [row] = await deps.db.select().from(signInCodes)
-        .where(and(eq(signInCodes.email, email), isNull(signInCodes.consumedAt), gt(signInCodes.expiresAt, now)))
+        .where(and(eq(signInCodes.email, email), isNull(signInCodes.consumedAt), gt(signInCodes.expiresAt, at)))
         .orderBy(desc(signInCodes.createdAt)).limit(1);
       if (!row || row.attempts >= MAX_ATTEMPTS) throw invalid;
       if (!same(row.codeHash, keyed(`${email}:${input.code}`))) {
         await deps.db.update(signInCodes).set({ attempts: row.attempts + 1 }).where(eq(signInCodes.id, row.id));
         throw invalid;
       }
-      const [consumed] = await deps.db.update(signInCodes).set({ consumedAt: now })
+      const [consumed] = await deps.db.update(signInCodes).set({ consumedAt: at })
         .where(and(eq(signInCodes.id, row.id), isNull(signInCodes.consumedAt))).returning();
       if (!consumed) throw invalid;
       return startSession(email, meta);
     },
 
-    /** The user behind a session cookie, or undefined when it is unknown, ended, idle too long or too old. */
-    async userOfSession(token: string): Promise<(SignedInUser & { sessionId: string; mfaSatisfied: boolean }) | undefined> {
+    /**
+     * The user behind a session cookie with the session's MFA state, or undefined when the
+     * session is unknown, ended, idle longer than `idleMs`, or older than `maxMs`.
+     */
+    async userOfSession(token: string): Promise<SessionUser | undefined> {
       const [row] = await deps.db
-        .select({ sessionId: dashboardSessions.id, lastSeenAt: dashboardSessions.lastSeenAt, expiresAt: dashboardSessions.expiresAt, endedAt: dashboardSessions.endedAt, mfaSatisfied: dashboardSessions.mfaSatisfied, id: users.id, email: users.email })
+        .select({
+          sessionId: dashboardSessions.id, lastSeenAt: dashboardSessions.lastSeenAt, expiresAt: dashboardSessions.expiresAt,
+          endedAt: dashboardSessions.endedAt, mfaSatisfied: dashboardSessions.mfaSatisfied,
+          id: users.id, email: users.email, mfaEnabled: users.mfaEnabled, ownsAgent,
+        })
         .from(dashboardSessions).innerJoin(users, eq(users.id, dashboardSessions.userId))
         .where(eq(dashboardSessions.tokenHash, digest(token)));
-      const now = Date.now();
-      if (!row || row.endedAt || row.expiresAt.getTime() <= now || row.lastSeenAt.getTime() + deps.sessions.idleMs <= now) return undefined;
-      if (now - row.lastSeenAt.getTime() > 60_000) {
-        await deps.db.update(dashboardSessions).set({ lastSeenAt: new Date(now) }).where(eq(dashboardSessions.id, row.sessionId));
+      const at = now();
+      if (!row || row.endedAt || row.expiresAt.getTime() <= at || row.lastSeenAt.getTime() + deps.sessions.idleMs <= at) return undefined;
+      if (at - row.lastSeenAt.getTime() > touchAfterMs) {
+        await deps.db.update(dashboardSessions).set({ lastSeenAt: new Date(at) }).where(eq(dashboardSessions.id, row.sessionId));
       }
-      return { id: row.id, email: row.email, sessionId: row.sessionId, mfaSatisfied: row.mfaSatisfied };
+      const mfa = mfaStateOf({ mfaEnabled: row.mfaEnabled, mfaSatisfied: row.mfaSatisfied, ownsAgent: Boolean(row.ownsAgent) }, mfaPolicy);
+      return { id: row.id, email: row.email, sessionId: row.sessionId, mfaSatisfied: mfa.satisfied, mfa };
     },
 
     async endSession(token: string): Promise<void> {
-      await deps.db.update(dashboardSessions).set({ endedAt: new Date() }).where(eq(dashboardSessions.tokenHash, digest(token)));
+      await deps.db.update(dashboardSessions).set({ endedAt: new Date(now()) }).where(eq(dashboardSessions.tokenHash, digest(token)));
+    },
+
+    /** The user's live sessions, newest first. */
+    async listSessions(userId: string): Promise<DashboardSessionView[]> {
+      const rows = await deps.db.select().from(dashboardSessions)
+        .where(and(eq(dashboardSessions.userId, userId), liveAt(now())))
+        .orderBy(desc(dashboardSessions.createdAt));
+      return rows.map((r) => ({
+        id: r.id,
+        createdAt: r.createdAt.toISOString(),
+        lastSeenAt: r.lastSeenAt.toISOString(),
+        expiresAt: new Date(Math.min(r.expiresAt.getTime(), r.lastSeenAt.getTime() + deps.sessions.idleMs)).toISOString(),
+        ip: r.ip,
+        userAgent: r.userAgent,
+      }));
+    },
+
+    /** Ends one of the user's live sessions; false when it is not theirs, unknown, or already over. */
+    async endSessionOfUser(userId: string, sessionId: string): Promise<boolean> {
+      const ended = await deps.db.update(dashboardSessions).set({ endedAt: new Date(now()) })
+        .where(and(eq(dashboardSessions.id, sessionId), eq(dashboardSessions.userId, userId), liveAt(now())))
+        .returning({ id: dashboardSessions.id });
+      return ended.length > 0;
     },
   };
 }

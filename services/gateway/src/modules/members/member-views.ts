@@ -1,0 +1,94 @@
+import { and, asc, desc, eq, inArray, isNull } from 'drizzle-orm';
+import { ApiError, schema, type Database } from '@portcullis/core';
+import type { AgentAccess, MemberRow } from '../agents/agent-access.ts';
+
+const { connections, memberKeys, members } = schema;
+
+/** A member as the REST API shows it: metadata only, never a key, key digest, vault or token. */
+export interface MemberView {
+  id: string;
+  userId: string;
+  email: string;
+  role: 'owner' | 'member';
+  status: 'pending' | 'approved' | 'rejected';
+  createdAt: string;
+  approvedAt: string | null;
+  /** The member's current (unrevoked) key; null when they have none. */
+  key: { displaySuffix: string; lastUsedAt: string | null } | null;
+  connections: Array<{ service: string; identityInfo: Record<string, unknown>; status: 'active' | 'needs_reauth' }>;
+}
+
+/** One of a member's connections, as `GET …/members/:memberId/connections` lists it. */
+export interface ConnectionView {
+  service: string;
+  identityInfo: Record<string, unknown>;
+  status: 'active' | 'needs_reauth';
+  createdAt: string;
+}
+
+/** Views of `rows`, in their order: two batched look-ups (keys, connections) whatever the count. */
+export async function memberViewsOf(db: Database, rows: MemberRow[]): Promise<MemberView[]> {
+  if (rows.length === 0) return [];
+  const ids = rows.map((r) => r.id);
+  const [keys, conns] = await Promise.all([
+    db.select({ memberId: memberKeys.memberId, displaySuffix: memberKeys.displaySuffix, lastUsedAt: memberKeys.lastUsedAt })
+      .from(memberKeys)
+      .where(and(inArray(memberKeys.memberId, ids), isNull(memberKeys.revokedAt)))
+      .orderBy(desc(memberKeys.createdAt), desc(memberKeys.id)),
+    db.select({ memberId: connections.memberId, service: connections.service, identityInfo: connections.identityInfo, status: connections.status })
+      .from(connections)
+      .where(inArray(connections.memberId, ids))
+      .orderBy(asc(connections.service)),
+  ]);
+  const keyOf = new Map<string, MemberView['key']>();
+  // Newest first: the first unrevoked key per member is the current one.
+  for (const k of keys) {
+    if (!keyOf.has(k.memberId)) keyOf.set(k.memberId, { displaySuffix: k.displaySuffix, lastUsedAt: k.lastUsedAt?.toISOString() ?? null });
+  }
+  const connectionsOf = new Map<string, MemberView['connections']>();
+  for (const c of conns) {
+    const list = connectionsOf.get(c.memberId) ?? [];
+    list.push({ service: c.service, identityInfo: c.identityInfo, status: c.status });
+    connectionsOf.set(c.memberId, list);
+  }
+  return rows.map((r) => ({
+    id: r.id,
+    userId: r.userId,
+    email: r.email,
+    role: r.role,
+    status: r.status,
+    createdAt: r.createdAt.toISOString(),
+    approvedAt: r.approvedAt?.toISOString() ?? null,
+    key: keyOf.get(r.id) ?? null,
+    connections: connectionsOf.get(r.id) ?? [],
+  }));
+}
+
+export async function memberViewOf(db: Database, row: MemberRow): Promise<MemberView> {
+  return (await memberViewsOf(db, [row]))[0]!;
+}
+
+/** The member `memberId` of agent `agentId`; 404 when there is none (or it belongs to another agent). */
+export async function loadMemberOfAgent(db: Database, agentId: string, memberId: string): Promise<MemberRow> {
+  const [row] = await db.select().from(members).where(and(eq(members.id, memberId), eq(members.agentId, agentId))).limit(1);
+  if (!row) throw new ApiError('not_found', 'Member not found.');
+  return row;
+}
+
+/**
+ * Self-only routes (key generation, reset-lost): decided from the caller's own membership, so
+ * nobody else — an owner included — learns from the answer whether `memberId` exists.
+ */
+export function requireSelf(access: AgentAccess, memberId: string, what: string): void {
+  if (access.membership.id !== memberId) throw new ApiError('forbidden', `Only the member themself can ${what}.`);
+}
+
+/**
+ * Self-or-owner routes: the caller's own membership passes; anyone else must be an owner
+ * (403 otherwise, before the target is looked up), and then the target must be in the agent (404).
+ */
+export async function loadSelfOrOwnerTarget(db: Database, access: AgentAccess, memberId: string, what: string): Promise<MemberRow> {
+  if (access.membership.id === memberId) return access.membership;
+  if (!access.isOwner) throw new ApiError('forbidden', `Only the member themself or an owner of this agent can ${what}.`);
+  return loadMemberOfAgent(db, access.agent.id, memberId);
+}
