@@ -76,7 +76,15 @@ describe('auth routes', () => {
     expect(res.statusCode).toBe(200);
     const doc = res.json() as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toMatch(/^3\./);
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/auth/magic-link', '/api/auth/verify', '/api/audit']));
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining([
+      '/api/auth/magic-link', '/api/auth/verify', '/api/auth/status', '/api/auth/logout',
+      '/api/auth/mfa/setup', '/api/auth/mfa/verify-setup', '/api/auth/mfa/verify',
+      '/api/users/me/sessions', '/api/users/me/sessions/{id}', '/api/audit', '/api/status',
+      '/api/agents', '/api/agents/{id}', '/api/agents/{id}/status', '/api/agents/{id}/services', '/api/agents/{id}/onboarding',
+      '/api/agents/{id}/invite', '/api/agents/{id}/join', '/api/agents/{id}/members', '/api/agents/{id}/members/{memberId}',
+      '/api/agents/{id}/members/{memberId}/status', '/api/agents/{id}/members/{memberId}/reject', '/api/agents/{id}/members/{memberId}/key',
+      '/api/agents/{id}/members/{memberId}/key/reset-lost', '/api/agents/{id}/members/{memberId}/connections',
+    ]));
   });
 });
 

@@ -1,53 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance, InjectOptions } from 'fastify';
 import { generate } from 'otplib';
-import { createMemoryBus, openDatabase, type DatabaseHandle } from '@portcullis/core';
-import { createTestDatabase, type TestDatabase } from '@portcullis/core/testing';
-import { loadGatewayConfig } from '../config.ts';
-import { composeGateway } from '../gateway.ts';
-import { HARNESS_ORIGIN, latestMail } from '../testing/index.ts';
+import { createApiHarness } from '../testing/index.ts';
 
 const MINUTE = 60_000;
 
-/**
- * The gateway on a real throwaway Postgres with a clock the test moves (`GatewayDeps.now`),
- * for what depends on time: session idle and absolute expiry, TOTP steps.
- */
+/** The API harness with a clock the test moves, for session expiry and TOTP steps. */
 async function clockedGateway(env: Record<string, string>) {
-  const testDb: TestDatabase = await createTestDatabase('clock');
-  const dataDir = mkdtempSync(join(tmpdir(), 'pc-clock-'));
-  const outboxDir = join(dataDir, 'outbox');
-  const database: DatabaseHandle = await openDatabase({ DATABASE_URL: testDb.url, DATA_DIR: dataDir });
   const clock = { now: Date.now() };
-  const config = loadGatewayConfig({
-    NODE_ENV: 'test', DATA_DIR: dataDir, DATABASE_URL: testDb.url, MAIL_URL: `file://${outboxDir}`, PUBLIC_URL: HARNESS_ORIGIN,
-    LOG_LEVEL: 'silent', POLICY_URL: '127.0.0.1:1', AUDIT_URL: '127.0.0.1:1', ...env,
-  }, randomBytes(32).toString('base64url'));
-  const { app, release } = await composeGateway(config, { db: database.db, bus: createMemoryBus(), dbPing: database.ping, now: () => clock.now });
-  await app.ready();
-  const request = ({ cookie, ...rest }: InjectOptions & { cookie?: string }) =>
-    (app as FastifyInstance).inject({ ...rest, headers: { origin: HARNESS_ORIGIN, ...(cookie ? { cookie } : {}), ...rest.headers } });
+  const h = await createApiHarness(env, { now: () => clock.now });
   return {
     clock,
-    request,
+    request: h.request,
+    signIn: h.signIn,
     advance(ms: number) { clock.now += ms; },
-    async signIn(email: string): Promise<string> {
-      expect((await request({ method: 'POST', url: '/api/auth/magic-link', payload: { email } })).statusCode).toBe(202);
-      const verified = await request({ method: 'POST', url: '/api/auth/verify', payload: { email, code: latestMail(outboxDir, email).code } });
-      expect(verified.statusCode).toBe(200);
-      return String(verified.headers['set-cookie']).split(';')[0]!;
-    },
-    async close() {
-      await app.close();
-      await release();
-      await database.close();
-      await testDb.drop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+    close: () => h.close(),
   };
 }
 

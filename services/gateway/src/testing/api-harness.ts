@@ -27,10 +27,10 @@ export interface ApiHarness {
 
 /**
  * The gateway's `/api` over a real throwaway Postgres database and the in-process bus, for
- * router and security tests through `app.inject()`. The policy and audit services are not
+ * router and security tests through `app.inject()`; `options.now` injects a clock. The policy and audit services are not
  * started: routes that need them belong in the end-to-end suites.
  */
-export async function createApiHarness(env: Record<string, string> = {}): Promise<ApiHarness> {
+export async function createApiHarness(env: Record<string, string> = {}, options: { now?: () => number } = {}): Promise<ApiHarness> {
   const testDb: TestDatabase = await createTestDatabase('api');
   const dataDir = mkdtempSync(join(tmpdir(), 'pc-api-'));
   const outboxDir = join(dataDir, 'outbox');
@@ -45,7 +45,7 @@ export async function createApiHarness(env: Record<string, string> = {}): Promis
     RATE_LIMIT_MAGIC_LINK_PER_ADDRESS: '1000', RATE_LIMIT_MAGIC_LINK_PER_IP: '100000', RATE_LIMIT_VERIFY_PER_IP: '100000', RATE_LIMIT_MFA_PER_IP: '100000',
     ...env,
   }, randomBytes(32).toString('base64url'));
-  const { app, release } = await composeGateway(config, { db: database.db, bus, dbPing: database.ping });
+  const { app, release } = await composeGateway(config, { db: database.db, bus, dbPing: database.ping, ...(options.now ? { now: options.now } : {}) });
   await app.ready();
 
   const request: ApiHarness['request'] = ({ cookie, headers, ...rest }) => app.inject({
