@@ -8,3 +8,4 @@ export { policies, policyVersions, type PolicyEffect, type PolicyPrincipal } fro
 export { signInCodes } from './sign-in-codes.ts';
 export { mfaBackupCodes } from './mfa-backup-codes.ts';
 export { invites } from './invites.ts';
+export { connectorCredentials } from './connector-credentials.ts';
