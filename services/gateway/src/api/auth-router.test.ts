@@ -84,6 +84,7 @@ describe('auth routes', () => {
       '/api/agents/{id}/invite', '/api/agents/{id}/join', '/api/agents/{id}/members', '/api/agents/{id}/members/{memberId}',
       '/api/agents/{id}/members/{memberId}/status', '/api/agents/{id}/members/{memberId}/reject', '/api/agents/{id}/members/{memberId}/key',
       '/api/agents/{id}/members/{memberId}/key/reset-lost', '/api/agents/{id}/members/{memberId}/connections',
+      '/api/connectors/meta', '/api/tools/catalog', '/api/agents/{id}/services/credentials', '/api/agents/{id}/services/{service}/credentials',
     ]));
   });
 });
