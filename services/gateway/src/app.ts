@@ -17,6 +17,7 @@ import { auditRoutes } from './api/audit-router.ts';
 import { agentsRoutes } from './api/agents-router.ts';
 import { membersRoutes } from './api/members-router.ts';
 import { connectorsRoutes } from './api/connectors-router.ts';
+import { connectionsRoutes } from './api/connections-router.ts';
 import type { Mailer } from './modules/mail/mailer.ts';
 import { statusRoutes, type HealthProbe } from './api/status-router.ts';
 import { homeRoutes } from './api/home-router.ts';
@@ -114,6 +115,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await agentsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth });
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl });
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
+    await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth });
     await statusRoutes(api, { probes: deps.probes });
     await homeRoutes(api, { publicUrl: deps.config.publicUrl });
     api.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
