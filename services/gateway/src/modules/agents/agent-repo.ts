@@ -1,8 +1,9 @@
-import { and, asc, count, desc, eq, ilike, inArray, isNull, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, ilike, inArray, or, sql, type SQL } from 'drizzle-orm';
+import { keysAndConnectionsOf } from '../members/member-keys-and-connections.ts';
 import { schema, type Database } from '@portcullis/core';
 import type { AgentRow, MemberRow } from './agent-access.ts';
 
-const { agents, connections, memberKeys, members, policies } = schema;
+const { agents, members, policies } = schema;
 
 export type AgentSortKey = 'name' | 'createdAt' | 'status';
 
@@ -87,33 +88,19 @@ export function createAgentRepo(db: Database) {
       if (rows.length === 0) return facts;
       const agentIds = rows.map((r) => r.agent.id);
       const memberIds = rows.map((r) => r.membership.id);
-      const [memberCounts, policyCounts, keys, conns] = await Promise.all([
+      const [memberCounts, policyCounts, perMember] = await Promise.all([
         db.select({ agentId: members.agentId, n: count() }).from(members)
           .where(and(inArray(members.agentId, agentIds), eq(members.status, 'approved')))
           .groupBy(members.agentId),
         db.select({ agentId: policies.agentId, n: count() }).from(policies)
           .where(inArray(policies.agentId, agentIds))
           .groupBy(policies.agentId),
-        db.select({ id: memberKeys.id, memberId: memberKeys.memberId, displaySuffix: memberKeys.displaySuffix, lastUsedAt: memberKeys.lastUsedAt })
-          .from(memberKeys)
-          .where(and(inArray(memberKeys.memberId, memberIds), isNull(memberKeys.revokedAt)))
-          .orderBy(desc(memberKeys.createdAt), desc(memberKeys.id)),
-        db.select({ memberId: connections.memberId, service: connections.service, identityInfo: connections.identityInfo, status: connections.status })
-          .from(connections)
-          .where(inArray(connections.memberId, memberIds))
-          .orderBy(asc(connections.service)),
+        keysAndConnectionsOf(db, memberIds),
       ]);
       for (const r of memberCounts) facts.memberCount.set(r.agentId, Number(r.n));
       for (const r of policyCounts) facts.policyCount.set(r.agentId, Number(r.n));
-      for (const k of keys) {
-        // Rows arrive newest first: the first one per member is the current key.
-        if (!facts.currentKey.has(k.memberId)) facts.currentKey.set(k.memberId, { id: k.id, displaySuffix: k.displaySuffix, lastUsedAt: k.lastUsedAt });
-      }
-      for (const c of conns) {
-        const list = facts.connections.get(c.memberId) ?? [];
-        list.push({ service: c.service, identityInfo: c.identityInfo, status: c.status });
-        facts.connections.set(c.memberId, list);
-      }
+      facts.currentKey = perMember.currentKey;
+      facts.connections = perMember.connections;
       return facts;
     },
 

@@ -1,8 +1,9 @@
-import { and, asc, desc, eq, inArray, isNull } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { ApiError, schema, type Database } from '@portcullis/core';
 import type { AgentAccess, MemberRow } from '../agents/agent-access.ts';
+import { keysAndConnectionsOf } from './member-keys-and-connections.ts';
 
-const { connections, memberKeys, members } = schema;
+const { members } = schema;
 
 /** A member as the REST API shows it: metadata only, never a key, key digest, vault or token. */
 export interface MemberView {
@@ -29,28 +30,11 @@ export interface ConnectionView {
 /** Views of `rows`, in their order: two batched look-ups (keys, connections) whatever the count. */
 export async function memberViewsOf(db: Database, rows: MemberRow[]): Promise<MemberView[]> {
   if (rows.length === 0) return [];
-  const ids = rows.map((r) => r.id);
-  const [keys, conns] = await Promise.all([
-    db.select({ memberId: memberKeys.memberId, displaySuffix: memberKeys.displaySuffix, lastUsedAt: memberKeys.lastUsedAt })
-      .from(memberKeys)
-      .where(and(inArray(memberKeys.memberId, ids), isNull(memberKeys.revokedAt)))
-      .orderBy(desc(memberKeys.createdAt), desc(memberKeys.id)),
-    db.select({ memberId: connections.memberId, service: connections.service, identityInfo: connections.identityInfo, status: connections.status })
-      .from(connections)
-      .where(inArray(connections.memberId, ids))
-      .orderBy(asc(connections.service)),
-  ]);
-  const keyOf = new Map<string, MemberView['key']>();
-  // Newest first: the first unrevoked key per member is the current one.
-  for (const k of keys) {
-    if (!keyOf.has(k.memberId)) keyOf.set(k.memberId, { displaySuffix: k.displaySuffix, lastUsedAt: k.lastUsedAt?.toISOString() ?? null });
-  }
-  const connectionsOf = new Map<string, MemberView['connections']>();
-  for (const c of conns) {
-    const list = connectionsOf.get(c.memberId) ?? [];
-    list.push({ service: c.service, identityInfo: c.identityInfo, status: c.status });
-    connectionsOf.set(c.memberId, list);
-  }
+  const { currentKey, connections: connectionsOf } = await keysAndConnectionsOf(db, rows.map((r) => r.id));
+  const keyOf = (memberId: string): MemberView['key'] => {
+    const k = currentKey.get(memberId);
+    return k ? { displaySuffix: k.displaySuffix, lastUsedAt: k.lastUsedAt?.toISOString() ?? null } : null;
+  };
   return rows.map((r) => ({
     id: r.id,
     userId: r.userId,
@@ -59,7 +43,7 @@ export async function memberViewsOf(db: Database, rows: MemberRow[]): Promise<Me
     status: r.status,
     createdAt: r.createdAt.toISOString(),
     approvedAt: r.approvedAt?.toISOString() ?? null,
-    key: keyOf.get(r.id) ?? null,
+    key: keyOf(r.id),
     connections: connectionsOf.get(r.id) ?? [],
   }));
 }
