@@ -1,5 +1,5 @@
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { AGENT_TYPE } from '@portcullis/core';
+import { AGENT_TYPE, type AuthorizeResponse } from '@portcullis/core';
 import type { CatalogAction } from './action-index.ts';
 import {
   BUILTIN_POLICIES, compileAgentPolicySet, readsOnlyPrincipalAndAction, renderPolicy,
@@ -18,14 +18,7 @@ export interface AgentPolicySnapshot {
 }
 
 /** What a verdict says apart from the names of the call (principal, action, resource). */
-export interface DecisionOutcome {
-  decision: 'ALLOW' | 'DENY';
-  reason: string;
-  matchedPolicyKeys: string[];
-  matchedPolicyNames: string[];
-  matchedPolicyIds: string[];
-  policyVersionIds: string[];
-}
+export type DecisionOutcome = Pick<AuthorizeResponse, 'decision' | 'reason' | 'matchedPolicyKeys' | 'matchedPolicyNames' | 'matchedPolicyIds' | 'policyVersionIds'>;
 
 /** A remembered outcome for one member, valid while the member's attributes are these. */
 interface MemberOutcome {
