@@ -156,6 +156,10 @@ describe('TOTP MFA', () => {
       expect(res.statusCode).toBe(401);
       expect(res.json()).toMatchObject({ error: { details: { reason: 'mfa_code_invalid', attemptsLeft: 5 - i } } });
     }
+    // The count lives on the session row, so every gateway replica sees the same four failures.
+    const counts = await h.db.select({ n: schema.dashboardSessions.mfaFailedAttempts }).from(schema.dashboardSessions)
+      .innerJoin(schema.users, eq(schema.users.id, schema.dashboardSessions.userId)).where(eq(schema.users.email, 'mfa-gina@example.com'));
+    expect(counts.map((c) => c.n).sort()).toEqual([0, 4]); // the enrolment session, and this one
     const fifth = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { backupCode: 'zzzzz-zzzzz' } });
     expect(fifth.statusCode).toBe(401);
     expect(fifth.json()).toMatchObject({ error: { details: { reason: 'mfa_attempts_exceeded' } } });

@@ -14,8 +14,6 @@ const EPOCH_TOLERANCE_SECONDS = 30;
 export const BACKUP_CODE_COUNT = 10;
 /** Wrong codes one session may send to `mfa/verify`; the last one ends the session. */
 export const MFA_MAX_ATTEMPTS = 5;
-/** Bound on the per-session failure counters kept in memory (oldest forgotten first). */
-const MAX_TRACKED_SESSIONS = 10_000;
 /** Backup-code alphabet without look-alikes (0/o, 1/l/i); 10 characters ≈ 49 bits. */
 const BACKUP_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
 
@@ -26,8 +24,6 @@ const BACKUP_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
  * concurrent requests cannot both spend the same code.
  */
 export function createMfaService(deps: { db: Database; secret: string; now: () => number }) {
-  /** Wrong `mfa/verify` codes per session. In memory, so per replica (see ADR 002). */
-  const failures = new Map<string, number>();
   const backupDigest = (userId: string, code: string) =>
     createHmac('sha256', deps.secret).update(`mfa-backup:${userId}:${normaliseBackupCode(code)}`).digest('hex');
 
@@ -47,15 +43,17 @@ export function createMfaService(deps: { db: Database; secret: string; now: () =
     return result.valid && 'timeStep' in result ? result.timeStep : undefined;
   }
 
+  /** Counts a wrong code on the session row (one atomic UPDATE, so replicas and races agree). */
   async function recordFailure(sessionId: string): Promise<never> {
-    const count = (failures.get(sessionId) ?? 0) + 1;
-    failures.delete(sessionId);
+    const [row] = await deps.db.update(dashboardSessions)
+      .set({ mfaFailedAttempts: sql`${dashboardSessions.mfaFailedAttempts} + 1` })
+      .where(eq(dashboardSessions.id, sessionId))
+      .returning({ count: dashboardSessions.mfaFailedAttempts });
+    const count = row?.count ?? MFA_MAX_ATTEMPTS;
     if (count >= MFA_MAX_ATTEMPTS) {
       await deps.db.update(dashboardSessions).set({ endedAt: new Date(deps.now()) }).where(eq(dashboardSessions.id, sessionId));
       throw new ApiError('unauthenticated', 'Too many wrong codes: this session has ended. Sign in again.', { reason: 'mfa_attempts_exceeded' });
     }
-    failures.set(sessionId, count);
-    if (failures.size > MAX_TRACKED_SESSIONS) failures.delete(failures.keys().next().value!);
     throw new ApiError('unauthenticated', 'The code is wrong or was already used.', { reason: 'mfa_code_invalid', attemptsLeft: MFA_MAX_ATTEMPTS - count });
   }
 
@@ -92,9 +90,8 @@ export function createMfaService(deps: { db: Database; secret: string; now: () =
         if (!enabled) throw new ApiError('conflict', 'A newer MFA setup was started meanwhile; confirm that one.');
         await tx.delete(mfaBackupCodes).where(eq(mfaBackupCodes.userId, user.id));
         await tx.insert(mfaBackupCodes).values(backupCodes.map((c) => ({ userId: user.id, codeHash: backupDigest(user.id, c) })));
-        await tx.update(dashboardSessions).set({ mfaSatisfied: true }).where(eq(dashboardSessions.id, user.sessionId));
+        await tx.update(dashboardSessions).set({ mfaSatisfied: true, mfaFailedAttempts: 0 }).where(eq(dashboardSessions.id, user.sessionId));
       });
-      failures.delete(user.sessionId);
       return { backupCodes };
     },
 
@@ -120,8 +117,7 @@ export function createMfaService(deps: { db: Database; secret: string; now: () =
           .returning({ id: mfaBackupCodes.id });
         if (!used) return recordFailure(user.sessionId);
       }
-      await deps.db.update(dashboardSessions).set({ mfaSatisfied: true }).where(eq(dashboardSessions.id, user.sessionId));
-      failures.delete(user.sessionId);
+      await deps.db.update(dashboardSessions).set({ mfaSatisfied: true, mfaFailedAttempts: 0 }).where(eq(dashboardSessions.id, user.sessionId));
     },
   };
 }

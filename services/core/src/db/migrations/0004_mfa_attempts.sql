@@ -1,0 +1,1 @@
+ALTER TABLE "dashboard_sessions" ADD COLUMN "mfa_failed_attempts" integer DEFAULT 0 NOT NULL;
