@@ -2,23 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
 import { schema } from '@portcullis/core';
-import { createApiHarness, type ApiHarness } from '../testing/index.ts';
+import { ACTORS, createApiHarness, signInRoleActors, withoutRequestId, type Actor, type ApiHarness, type RoleActors } from '../testing/index.ts';
 
 /**
  * Every agents route, run as anonymous, outsider, rejected member, pending member, approved
  * member and owner. Outsiders learn nothing (the same 404 as for an id that does not exist);
  * members who know the agent get 403 on owner routes; nothing changes unless the answer is 2xx.
  */
-
-type Actor = 'anonymous' | 'outsider' | 'rejected' | 'pending' | 'member' | 'owner';
-const ACTORS: Actor[] = ['anonymous', 'outsider', 'rejected', 'pending', 'member', 'owner'];
-const EMAIL: Record<Exclude<Actor, 'anonymous'>, string> = {
-  owner: 'sec-owner@example.com',
-  member: 'sec-member@example.com',
-  pending: 'sec-pending@example.com',
-  rejected: 'sec-rejected@example.com',
-  outsider: 'sec-outsider@example.com',
-};
 
 interface Endpoint {
   method: 'GET' | 'PUT' | 'DELETE';
@@ -50,31 +40,19 @@ function expectedStatus(endpoint: Endpoint, actor: Actor): number {
 }
 
 let h: ApiHarness;
-const cookieOf: Partial<Record<Actor, string>> = {};
+let roles: RoleActors;
+let cookieOf: RoleActors['cookieOf'];
+let EMAIL: RoleActors['email'];
 
 beforeAll(async () => {
-  // Every request comes from one client IP; sign-in is rate limited per IP.
-  h = await createApiHarness({ RATE_LIMIT_MAGIC_LINK_PER_IP: '100000', RATE_LIMIT_VERIFY_PER_IP: '100000' });
-  for (const [actor, email] of Object.entries(EMAIL)) cookieOf[actor as Actor] = await h.signIn(email);
+  h = await createApiHarness();
+  roles = await signInRoleActors(h, 'sec');
+  ({ cookieOf, email: EMAIL } = roles);
 });
 afterAll(async () => { await h.close(); });
 
-async function userIdOf(email: string): Promise<string> {
-  const [row] = await h.db.select({ id: schema.users.id }).from(schema.users).where(eq(schema.users.email, email));
-  return row!.id;
-}
-
 /** A fresh agent owned by `owner`, with one approved, one pending and one rejected member. */
-async function freshAgent(): Promise<string> {
-  const res = await h.request({ method: 'POST', url: '/api/agents', payload: { name: 'Guarded', tags: ['secure'] }, cookie: cookieOf.owner! });
-  expect(res.statusCode).toBe(201);
-  const agentId = (res.json() as { id: string }).id;
-  for (const actor of ['member', 'pending', 'rejected'] as const) {
-    const status = actor === 'member' ? 'approved' : actor;
-    await h.db.insert(schema.members).values({ agentId, userId: await userIdOf(EMAIL[actor]), email: EMAIL[actor], role: 'member', status });
-  }
-  return agentId;
-}
+const freshAgent = () => roles.agentWithMembers({ name: 'Guarded', tags: ['secure'] });
 
 /** Everything a request could change about an agent. */
 async function snapshot(agentId: string) {
@@ -85,7 +63,6 @@ async function snapshot(agentId: string) {
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 0));
-const withoutRequestId = (body: { error?: Record<string, unknown> }) => ({ error: { ...body.error, requestId: undefined } });
 
 describe.each(ENDPOINTS)('$method $path', (endpoint) => {
   it.each(ACTORS)('as %s', async (actor) => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { schema } from '@portcullis/core';
-import { createApiHarness, type ApiHarness } from '../testing/index.ts';
+import { ACTORS, createApiHarness, signInRoleActors, withoutRequestId, type Actor, type ApiHarness, type RoleActors } from '../testing/index.ts';
 
 /**
  * Every connectors route, run as anonymous, outsider, rejected member, pending member, approved
@@ -10,16 +10,6 @@ import { createApiHarness, type ApiHarness } from '../testing/index.ts';
  * (decision 006). Outsiders get the same 404 as for an agent that does not exist; nothing
  * changes unless the answer is 2xx, and no answer ever holds a secret.
  */
-
-type Actor = 'anonymous' | 'outsider' | 'rejected' | 'pending' | 'member' | 'owner';
-const ACTORS: Actor[] = ['anonymous', 'outsider', 'rejected', 'pending', 'member', 'owner'];
-const EMAIL: Record<Exclude<Actor, 'anonymous'>, string> = {
-  owner: 'conn-owner@example.com',
-  member: 'conn-member@example.com',
-  pending: 'conn-pending@example.com',
-  rejected: 'conn-rejected@example.com',
-  outsider: 'conn-outsider@example.com',
-};
 
 const CLIENT_SECRET = 'owner-client-secret-5d1e';
 const WEBHOOK_SECRET = 'owner-webhook-secret-9c0f';
@@ -57,28 +47,19 @@ function expectedStatus(endpoint: Endpoint, actor: Actor): number {
 }
 
 let h: ApiHarness;
-const cookieOf: Partial<Record<Actor, string>> = {};
+let roles: RoleActors;
+let cookieOf: RoleActors['cookieOf'];
 
 beforeAll(async () => {
-  h = await createApiHarness({ RATE_LIMIT_MAGIC_LINK_PER_IP: '100000', RATE_LIMIT_VERIFY_PER_IP: '100000' });
-  for (const [actor, email] of Object.entries(EMAIL)) cookieOf[actor as Actor] = await h.signIn(email);
+  h = await createApiHarness();
+  roles = await signInRoleActors(h, 'conn');
+  ({ cookieOf } = roles);
 });
 afterAll(async () => { await h.close(); });
 
-async function userIdOf(email: string): Promise<string> {
-  const [row] = await h.db.select({ id: schema.users.id }).from(schema.users).where(eq(schema.users.email, email));
-  return row!.id;
-}
-
 /** A fresh agent with slack credentials (and a webhook secret) set by its owner, and one member of each status. */
 async function freshAgent(): Promise<string> {
-  const res = await h.request({ method: 'POST', url: '/api/agents', payload: { name: 'Guarded' }, cookie: cookieOf.owner! });
-  expect(res.statusCode).toBe(201);
-  const agentId = (res.json() as { id: string }).id;
-  for (const actor of ['member', 'pending', 'rejected'] as const) {
-    const status = actor === 'member' ? 'approved' : actor;
-    await h.db.insert(schema.members).values({ agentId, userId: await userIdOf(EMAIL[actor]), email: EMAIL[actor], role: 'member', status });
-  }
+  const agentId = await roles.agentWithMembers();
   const set = await h.request({
     method: 'PUT', url: `/api/agents/${agentId}/services/slack/credentials`, cookie: cookieOf.owner!,
     payload: { clientId: 'owner-app', clientSecret: CLIENT_SECRET, webhookSecret: WEBHOOK_SECRET },
@@ -88,7 +69,6 @@ async function freshAgent(): Promise<string> {
 }
 
 const snapshot = (agentId: string) => h.db.select().from(schema.connectorCredentials).where(eq(schema.connectorCredentials.agentId, agentId)).orderBy(schema.connectorCredentials.service);
-const withoutRequestId = (body: { error?: Record<string, unknown> }) => ({ error: { ...body.error, requestId: undefined } });
 
 describe.each(ENDPOINTS)('$method $path', (endpoint) => {
   it.each(ACTORS)('as %s', async (actor) => {
