@@ -18,6 +18,8 @@ import { agentsRoutes } from './api/agents-router.ts';
 import { membersRoutes } from './api/members-router.ts';
 import { connectorsRoutes } from './api/connectors-router.ts';
 import { connectionsRoutes } from './api/connections-router.ts';
+import { entitiesRoutes } from './api/entities-router.ts';
+import { webhooksRoutes } from './api/webhooks-router.ts';
 import type { Mailer } from './modules/mail/mailer.ts';
 import { statusRoutes, type HealthProbe } from './api/status-router.ts';
 import { homeRoutes } from './api/home-router.ts';
@@ -37,6 +39,8 @@ export interface AppDeps {
   /** The server secret (`PORTCULLIS_SECRET`); invite tokens are signed under a key derived from it. */
   secret: string;
   probes: Record<string, HealthProbe>;
+  /** Injected clock for tests; `Date.now` otherwise. */
+  now?: () => number;
 }
 
 /** Maps a gRPC failure from an internal service to the REST error it means for the caller. */
@@ -116,6 +120,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl });
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
     await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth });
+    await entitiesRoutes(api, { db: deps.db, auth: deps.auth });
+    await api.register(webhooksRoutes, { db: deps.db, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });
     await statusRoutes(api, { probes: deps.probes });
     await homeRoutes(api, { publicUrl: deps.config.publicUrl });
     api.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -56,6 +56,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     audit,
     mailer,
     secret: config.secret,
+    ...(deps.now ? { now: deps.now } : {}),
     probes: {
       database: deps.dbPing,
       bus: () => deps.bus.ping(),
