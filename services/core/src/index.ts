@@ -11,6 +11,7 @@ export {
 export { actionUid, AGENT_TYPE, cedarNamespace, cedarString, entityUid, principalUid, PRINCIPAL_TYPE, resourceOf } from './cedar-naming.ts';
 export { openDatabase, type Database, type DatabaseHandle } from './db/database.ts';
 export * as schema from './db/schema/index.ts';
+export type { ConnectionOAuth, OAuthFlowTarget } from './db/schema/index.ts';
 export { changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus/bus.ts';
 export { createMemoryBus } from './bus/memory-bus.ts';
 export { createNatsBus, type NatsBusOptions } from './bus/nats-bus.ts';

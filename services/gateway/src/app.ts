@@ -9,6 +9,7 @@ import type { AuditClient } from './clients/audit-client.ts';
 import type { MemberKeyResolver } from './modules/identity/member-key-resolver.ts';
 import type { AuthService } from './modules/auth/auth-service.ts';
 import type { ToolCallService } from './mcp/tool-call-service.ts';
+import type { ConnectFlow } from './modules/connections/connect-flow.ts';
 import { mcpRoutes } from './mcp/mcp-route.ts';
 import { authRoutes } from './api/auth-router.ts';
 import { accountRoutes } from './api/account-router.ts';
@@ -39,6 +40,8 @@ export interface AppDeps {
   /** The server secret (`PORTCULLIS_SECRET`); invite tokens are signed under a key derived from it. */
   secret: string;
   probes: Record<string, HealthProbe>;
+  /** Members' OAuth connect flow (connect and callback). */
+  connectFlow: ConnectFlow;
   /** Injected clock for tests; `Date.now` otherwise. */
   now?: () => number;
 }
@@ -119,7 +122,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await agentsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth });
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl });
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
-    await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth });
+    await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, connectFlow: deps.connectFlow });
     await entitiesRoutes(api, { db: deps.db, auth: deps.auth });
     await api.register(webhooksRoutes, { db: deps.db, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });
     await statusRoutes(api, { probes: deps.probes });

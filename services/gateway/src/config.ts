@@ -24,6 +24,14 @@ const gatewayShape = {
   POLICY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
   /** Deadline for one upstream tool call. */
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Upstream MCP sessions (one per member and connector) unused this long are closed. */
+  UPSTREAM_IDLE_SECONDS: z.coerce.number().int().positive().default(300),
+  /** Calls in flight at once on one upstream session; more wait their turn within the timeout. */
+  UPSTREAM_MAX_CONCURRENCY: z.coerce.number().int().positive().default(8),
+  /** Upstream sessions kept open per gateway; the least recently used is closed to make room. */
+  UPSTREAM_MAX_SESSIONS: z.coerce.number().int().positive().default(1_000),
+  /** Where the OAuth callback sends the browser back to (the dashboard); PUBLIC_URL when unset. */
+  DASHBOARD_URL: z.string().url().optional(),
   SESSION_IDLE_MINUTES: durationMinutes(60 * 12),
   SESSION_MAX_MINUTES: durationMinutes(60 * 24 * 14),
   /**
@@ -44,11 +52,18 @@ const gatewayShape = {
   /** Honour X-Forwarded-For from a load balancer in front. */
   TRUST_PROXY: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, z.string().url().optional()])),
+  /** An operator's platform OAuth app for a managed connector, used instead of dynamic registration. */
+  ...Object.fromEntries(connectors.filter((c) => c.oauth === 'managed').flatMap((c) => [
+    [`OAUTH_${c.key.toUpperCase()}_CLIENT_ID`, z.string().min(1).optional()],
+    [`OAUTH_${c.key.toUpperCase()}_CLIENT_SECRET`, z.string().min(1).optional()],
+  ])),
 };
 
 export type GatewayConfig = z.infer<z.ZodObject<typeof gatewayShape>> & {
   /** Per-connector upstream MCP URL: the catalog's, unless configured otherwise. */
   upstreamUrls: Record<string, string>;
+  /** Operator-configured OAuth apps of managed connectors, by connector key. */
+  platformApps: Record<string, { clientId: string; clientSecret?: string }>;
   secret: string;
 };
 
@@ -67,5 +82,11 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv, secret: string): Gatew
   const upstreamUrls = Object.fromEntries(
     connectors.map((c) => [c.key, (record[`UPSTREAM_${c.key.toUpperCase()}_URL`] as string | undefined) ?? c.remoteUrl]),
   );
-  return { ...parsed, MAIL_URL: mailUrl, upstreamUrls, secret } as GatewayConfig;
+  const platformApps: GatewayConfig['platformApps'] = {};
+  for (const c of connectors) {
+    const clientId = record[`OAUTH_${c.key.toUpperCase()}_CLIENT_ID`] as string | undefined;
+    const clientSecret = record[`OAUTH_${c.key.toUpperCase()}_CLIENT_SECRET`] as string | undefined;
+    if (clientId) platformApps[c.key] = { clientId, ...(clientSecret ? { clientSecret } : {}) };
+  }
+  return { ...parsed, MAIL_URL: mailUrl, upstreamUrls, platformApps, secret } as GatewayConfig;
 }

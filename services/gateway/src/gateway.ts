@@ -11,6 +11,11 @@ import { createAuthService } from './modules/auth/auth-service.ts';
 import { createMemberKeyResolver } from './modules/identity/member-key-resolver.ts';
 import { createMailer } from './modules/mail/mailer.ts';
 import { createToolCallService } from './mcp/tool-call-service.ts';
+import { createConnectFlow } from './modules/connections/connect-flow.ts';
+import { createOAuthClientRegistry } from './modules/connections/oauth-client-registry.ts';
+import { createOAuthServerDiscovery } from './modules/connections/oauth-server-discovery.ts';
+import { createSealedTokens } from './modules/connections/sealed-tokens.ts';
+import { createCredentialsService } from './modules/connectors/credentials-service.ts';
 
 export interface Gateway {
   /** Where it listens, e.g. `http://127.0.0.1:8080`. */
@@ -30,11 +35,31 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
   const log = deps.log ?? ((line: string) => process.stdout.write(line + '\n'));
   const policy = createPolicyClient(config.POLICY_URL, config.POLICY_TIMEOUT_MS);
   const audit = createAuditClient(config.AUDIT_URL);
-  const upstream = createUpstreamPool({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+  const upstream = createUpstreamPool({
+    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    idleMs: config.UPSTREAM_IDLE_SECONDS * 1000,
+    maxConcurrentPerSession: config.UPSTREAM_MAX_CONCURRENCY,
+    maxSessions: config.UPSTREAM_MAX_SESSIONS,
+  });
+  const oauthClients = createOAuthClientRegistry({
+    db: deps.db, secret: config.secret, credentials: createCredentialsService({ db: deps.db, secret: config.secret }), platformApps: config.platformApps,
+  });
+  const tokens = createSealedTokens({ db: deps.db, bus: deps.bus, clients: oauthClients, ...(deps.now ? { now: deps.now } : {}) });
   const publisher = createAuditPublisher({ bus: deps.bus });
   const resolver = createMemberKeyResolver({ db: deps.db, bus: deps.bus });
-  const toolCalls = createToolCallService({ policy, upstream, audit: publisher, upstreamUrls: config.upstreamUrls, ...(deps.now ? { now: deps.now } : {}) });
+  const toolCalls = createToolCallService({ policy, upstream, audit: publisher, upstreamUrls: config.upstreamUrls, tokens, ...(deps.now ? { now: deps.now } : {}) });
   const publicUrlGuess = config.PUBLIC_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
+  const connectFlow = createConnectFlow({
+    db: deps.db,
+    bus: deps.bus,
+    secret: config.secret,
+    discovery: createOAuthServerDiscovery(deps.now ? { now: deps.now } : {}),
+    clients: oauthClients,
+    upstreamUrls: config.upstreamUrls,
+    redirectUri: `${publicUrlGuess.replace(/\/$/, '')}/api/oauth/callback`,
+    dashboardUrl: config.DASHBOARD_URL ?? publicUrlGuess,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
   const mailer = createMailer(config.MAIL_URL!, config.MAIL_FROM, log);
   const auth = createAuthService({
     db: deps.db,
@@ -56,6 +81,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     audit,
     mailer,
     secret: config.secret,
+    connectFlow,
     ...(deps.now ? { now: deps.now } : {}),
     probes: {
       database: deps.dbPing,

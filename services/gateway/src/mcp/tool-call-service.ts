@@ -2,13 +2,14 @@ import { performance } from 'node:perf_hooks';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { uuidv7 } from 'uuidv7';
 import {
-  actionUid, getConnector, getTool, NO_FORBID_MATCHED, openSealed, principalUid, redactToolArgs, resourceOf, splitToolName,
+  actionUid, getConnector, getTool, NO_FORBID_MATCHED, principalUid, redactToolArgs, resourceOf, splitToolName,
   type AuditEntry, type AuthorizeResponse,
 } from '@portcullis/core';
 import type { PolicyClient } from '../clients/policy-client.ts';
 import { UpstreamError, type UpstreamPool } from '../clients/upstream-pool.ts';
 import type { AuditPublisher } from '../modules/audit/audit-publisher.ts';
 import type { MemberConnection, MemberContext } from '../modules/identity/member-context.ts';
+import { ReauthRequired, type SealedTokens } from '../modules/connections/sealed-tokens.ts';
 
 export const POLICY_UNAVAILABLE = 'Policy service unavailable: the call was denied because no verdict could be obtained';
 
@@ -35,22 +36,28 @@ export function createToolCallService(deps: {
   upstream: UpstreamPool;
   audit: AuditPublisher;
   upstreamUrls: Record<string, string>;
+  tokens: SealedTokens;
   now?: () => number;
 }) {
-  const openedTokens = new WeakMap<MemberContext, Map<string, string>>();
-
-  function accessTokenOf(context: MemberContext, connection: MemberConnection): string {
-    let cache = openedTokens.get(context);
-    if (!cache) { cache = new Map(); openedTokens.set(context, cache); }
-    const cacheKey = `${connection.id}:${connection.updatedAt.getTime()}`;
-    let token = cache.get(cacheKey);
-    if (token === undefined) {
-      if (!context.vaultPrivateKey) throw new UpstreamError('This connection was made under an earlier member key and cannot be read; reset the lost key and reconnect the service.', 'unauthorized');
-      const sealed = JSON.parse(openSealed(context.vaultPrivateKey, connection.sealedTokens)) as { accessToken: string };
-      token = sealed.accessToken;
-      cache.set(cacheKey, token);
+  /** Calls upstream with the connection's tokens: refreshed first when expiring, and once more after a 401. */
+  async function callUpstream(context: MemberContext, connection: MemberConnection, service: string, tool: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    const holder = { agentId: context.agentId, vaultPrivateKey: context.vaultPrivateKey };
+    const target = (accessToken: string) => ({ memberId: context.memberId, service, url: deps.upstreamUrls[service]!, accessToken });
+    let tokens = deps.tokens.current(holder, connection);
+    if (tokens.refreshToken && deps.tokens.isExpiring(tokens)) tokens = await deps.tokens.refresh(holder, connection, tokens);
+    try {
+      return await deps.upstream.callTool(target(tokens.accessToken), tool, args);
+    } catch (err) {
+      if (!(err instanceof UpstreamError && err.kind === 'unauthorized')) throw err;
     }
-    return token;
+    tokens = await deps.tokens.refresh(holder, connection, tokens);
+    try {
+      return await deps.upstream.callTool(target(tokens.accessToken), tool, args);
+    } catch (err) {
+      if (!(err instanceof UpstreamError && err.kind === 'unauthorized')) throw err;
+      await deps.tokens.markNeedsReauth(holder, connection);
+      throw new ReauthRequired('The provider refuses even freshly refreshed tokens.');
+    }
   }
 
   function baseEntry(context: MemberContext, request: ToolCallRequest, service: string, tool: string): Omit<AuditEntry, 'decision' | 'reason' | 'durationMs' | 'matchedPolicyIds' | 'matchedPolicyNames' | 'policyVersionIds' | 'policyDbIds'> {
@@ -136,14 +143,15 @@ export function createToolCallService(deps: {
       }
 
       try {
-        const result = await deps.upstream.callTool(
-          { memberId: context.memberId, service, url: deps.upstreamUrls[service]!, accessToken: accessTokenOf(context, connection) },
-          tool,
-          request.args,
-        );
+        const result = await callUpstream(context, connection, service, tool, request.args);
         finish(verdict);
         return result;
       } catch (err) {
+        if (err instanceof ReauthRequired) {
+          const label = getConnector(service)!.label;
+          finish(verdict, `${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${label} connection needs reauthorization`);
+          return denyResult(`${label} needs to be reconnected: ${err.message} Reconnect ${label} for this agent in the Portcullis dashboard, then retry.`);
+        }
         const message = err instanceof UpstreamError ? err.message : 'The connector failed.';
         finish(verdict, `${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${message}`);
         throw new McpError(ErrorCode.InternalError, `${getConnector(service)!.label}: ${message}`);
