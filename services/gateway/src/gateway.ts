@@ -16,6 +16,8 @@ import { createOAuthClientRegistry } from './modules/connections/oauth-client-re
 import { createOAuthServerDiscovery } from './modules/connections/oauth-server-discovery.ts';
 import { createSealedTokens } from './modules/connections/sealed-tokens.ts';
 import { createCredentialsService } from './modules/connectors/credentials-service.ts';
+import { createEntityStore } from './modules/entities/entity-store.ts';
+import { harvestAndStore } from './modules/entities/harvester.ts';
 
 export interface Gateway {
   /** Where it listens, e.g. `http://127.0.0.1:8080`. */
@@ -49,6 +51,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
   const resolver = createMemberKeyResolver({ db: deps.db, bus: deps.bus });
   const toolCalls = createToolCallService({ policy, upstream, audit: publisher, upstreamUrls: config.upstreamUrls, tokens, ...(deps.now ? { now: deps.now } : {}) });
   const publicUrlGuess = config.PUBLIC_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
+  const entityStore = createEntityStore(deps.db);
   const connectFlow = createConnectFlow({
     db: deps.db,
     bus: deps.bus,
@@ -58,6 +61,10 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     upstreamUrls: config.upstreamUrls,
     redirectUri: `${publicUrlGuess.replace(/\/$/, '')}/api/oauth/callback`,
     dashboardUrl: config.DASHBOARD_URL ?? publicUrlGuess,
+    // Harvest the connector's entities with the fresh token, for policy pickers and resource conditions.
+    afterConnect: async (c) => {
+      await harvestAndStore(entityStore, c, (tool, args) => upstream.callTool({ ...c, url: config.upstreamUrls[c.service]! }, tool, args));
+    },
     ...(deps.now ? { now: deps.now } : {}),
   });
   const mailer = createMailer(config.MAIL_URL!, config.MAIL_FROM, log);

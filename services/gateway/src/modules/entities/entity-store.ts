@@ -1,4 +1,4 @@
-import { and, asc, count, eq, ilike, inArray, or, sql } from 'drizzle-orm';
+import { and, asc, count, eq, ilike, inArray, isNull, or, sql } from 'drizzle-orm';
 import { schema, type Database } from '@portcullis/core';
 
 const { harvestedEntities } = schema;
@@ -53,6 +53,20 @@ export function createEntityStore(db: Database) {
       };
     },
 
+    /** The stored entities of one type with these ids (for merging partial updates), by id. */
+    async get(address: EntityAddress, ids: string[]): Promise<Map<string, { name: string; attributes: Record<string, unknown> }>> {
+      const found = new Map<string, { name: string; attributes: Record<string, unknown> }>();
+      if (ids.length === 0) return found;
+      const rows = await db.select({ entityId: harvestedEntities.entityId, name: harvestedEntities.name, attributes: harvestedEntities.attributes })
+        .from(harvestedEntities)
+        .where(and(
+          eq(harvestedEntities.agentId, address.agentId), eq(harvestedEntities.service, address.service), eq(harvestedEntities.type, address.type),
+          inArray(harvestedEntities.entityId, ids),
+        ));
+      for (const row of rows) found.set(row.entityId, { name: row.name, attributes: row.attributes });
+      return found;
+    },
+
     /** Inserts or updates entities (by id); `harvestedBy` is the member whose connection read them, null for webhooks. */
     async upsert(address: EntityAddress, records: EntityRecord[], harvestedBy: string | null): Promise<void> {
       if (records.length === 0) return;
@@ -68,8 +82,9 @@ export function createEntityStore(db: Database) {
     },
 
     /**
-     * Makes the stored entities of one type exactly `records` (a full harvest): upserts them
-     * and deletes the ones the connector no longer reports.
+     * Records a full harvest of one type by one member: upserts `records` and deletes the
+     * entities this member's earlier harvest reported but this one no longer does. Entities
+     * other members (or webhooks) reported stay: members may see different repositories.
      */
     async replace(address: EntityAddress, records: EntityRecord[], harvestedBy: string | null): Promise<void> {
       await db.transaction(async (tx) => {
@@ -77,6 +92,7 @@ export function createEntityStore(db: Database) {
         const keep = new Set(records.map((r) => r.id));
         const existing = await tx.select({ entityId: harvestedEntities.entityId }).from(harvestedEntities).where(and(
           eq(harvestedEntities.agentId, address.agentId), eq(harvestedEntities.service, address.service), eq(harvestedEntities.type, address.type),
+          harvestedBy === null ? isNull(harvestedEntities.harvestedBy) : eq(harvestedEntities.harvestedBy, harvestedBy),
         ));
         const gone = existing.map((e) => e.entityId).filter((id) => !keep.has(id));
         if (gone.length > 0) await store.remove(address, gone);
