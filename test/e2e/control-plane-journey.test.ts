@@ -3,37 +3,13 @@ import { generate } from 'otplib';
 import { eq } from 'drizzle-orm';
 import { schema, sealToMember } from '@portcullis/core';
 import { latestMailTo } from '../support/dashboard-session.ts';
+import { apiClient, signInThroughOutbox } from '../support/api-client.ts';
 import { sandboxTokenIssuer } from '../support/fixtures.ts';
 import { connectMcp } from '../support/mcp-client.ts';
 import { startSplitTopology, type SplitTopology } from '../support/split-topology.ts';
 
 const OWNER = 'owner@example.com';
 const INVITEE = 'invitee@example.com';
-
-/** A browser-less client of the REST API: keeps its cookie, sends our Origin. */
-function apiClient(baseUrl: string) {
-  let cookie = '';
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${baseUrl}${path}`, {
-      method,
-      headers: { origin: baseUrl, ...(cookie ? { cookie } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const setCookie = res.headers.get('set-cookie');
-    if (setCookie) cookie = setCookie.split(';')[0]!;
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as any };
-  };
-  return { call, get cookie() { return cookie; } };
-}
-
-async function signInThroughOutbox(api: ReturnType<typeof apiClient>, outboxDir: string, email: string) {
-  expect((await api.call('POST', '/api/auth/magic-link', { email })).status).toBe(202);
-  const { code } = latestMailTo(outboxDir, email);
-  const verified = await api.call('POST', '/api/auth/verify', { email, code });
-  expect(verified.status).toBe(200);
-  return verified.body as { user: { id: string }; mfaRequired: boolean };
-}
 
 async function mcpCall(baseUrl: string, key: string, name: string) {
   const { client, transport } = await connectMcp(baseUrl, key);

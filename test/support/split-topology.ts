@@ -11,6 +11,8 @@ export interface SplitTopology {
   gateways: string[];
   sandboxUrl: string;
   outboxDir: string;
+  /** `PORTCULLIS_SECRET` of every process. */
+  serverSecret: string;
   database: DatabaseHandle;
   /** A bus client of the test's own, on the topology's subjects. */
   bus: Bus;
@@ -58,7 +60,7 @@ export async function startSplitTopology(options: { gatewayCount?: number; env?:
     const bus = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: shared.NATS_SUBJECT_PREFIX });
     const byName = Object.fromEntries(processes.map((proc, i) => [i < 3 ? ['sandbox', 'policy', 'audit'][i]! : `gateway${i - 3}`, proc]));
     return {
-      gateways, sandboxUrl, outboxDir, database, bus, processes: byName,
+      gateways, sandboxUrl, outboxDir, serverSecret: shared.PORTCULLIS_SECRET, database, bus, processes: byName,
       async stop() {
         for (const proc of processes.reverse()) await proc.stop();
         await bus.close();

@@ -10,6 +10,7 @@ import type { MemberKeyResolver } from './modules/identity/member-key-resolver.t
 import type { AuthService } from './modules/auth/auth-service.ts';
 import type { ToolCallService } from './mcp/tool-call-service.ts';
 import type { ConnectFlow } from './modules/connections/connect-flow.ts';
+import type { EntityRefresh } from './modules/entities/entity-refresh.ts';
 import { mcpRoutes } from './mcp/mcp-route.ts';
 import { authRoutes } from './api/auth-router.ts';
 import { accountRoutes } from './api/account-router.ts';
@@ -40,6 +41,8 @@ export interface AppDeps {
   /** The server secret (`PORTCULLIS_SECRET`); invite tokens are signed under a key derived from it. */
   secret: string;
   probes: Record<string, HealthProbe>;
+  /** On-demand entity harvests with a member's own connection. */
+  entityRefresh: EntityRefresh;
   /** Members' OAuth connect flow (connect and callback). */
   connectFlow: ConnectFlow;
   /** Injected clock for tests; `Date.now` otherwise. */
@@ -123,7 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl });
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
     await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, connectFlow: deps.connectFlow });
-    await entitiesRoutes(api, { db: deps.db, auth: deps.auth });
+    await entitiesRoutes(api, { db: deps.db, auth: deps.auth, refresh: deps.entityRefresh });
     await api.register(webhooksRoutes, { db: deps.db, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });
     await statusRoutes(api, { probes: deps.probes });
     await homeRoutes(api, { publicUrl: deps.config.publicUrl });

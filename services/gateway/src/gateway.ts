@@ -18,6 +18,7 @@ import { createSealedTokens } from './modules/connections/sealed-tokens.ts';
 import { createCredentialsService } from './modules/connectors/credentials-service.ts';
 import { createEntityStore } from './modules/entities/entity-store.ts';
 import { harvestAndStore } from './modules/entities/harvester.ts';
+import { createEntityRefresh } from './modules/entities/entity-refresh.ts';
 
 export interface Gateway {
   /** Where it listens, e.g. `http://127.0.0.1:8080`. */
@@ -89,6 +90,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     mailer,
     secret: config.secret,
     connectFlow,
+    entityRefresh: createEntityRefresh({ resolver, tokens, upstream, store: entityStore, upstreamUrls: config.upstreamUrls }),
     ...(deps.now ? { now: deps.now } : {}),
     probes: {
       database: deps.dbPing,

@@ -1,4 +1,4 @@
-export { listEntities, startSandbox, type Sandbox, type SandboxOptions } from './sandbox.ts';
+export { listEntities, startSandbox, type Sandbox, type SandboxApp, type SandboxOptions } from './sandbox.ts';
 export { ACTIVITY_COLLECTION, type CallerIdentity, type ToolResultBody } from './tools/tool-executor.ts';
 export type { ToolOperation } from './tools/tool-plan.ts';
 export type { SandboxEntity } from './store/seed-data.ts';

@@ -12,7 +12,12 @@ async function main(): Promise<void> {
     console.error('sandbox: refusing to start with NODE_ENV=production; the sandbox hands out tokens to anyone and serves fake data, so it exists only for development, tests and benchmarks');
     process.exit(1);
   }
-  const sandbox = await startSandbox({ host: config.SANDBOX_HOST, port: config.SANDBOX_PORT, secret: resolveSecret(config) });
+  const sandbox = await startSandbox({
+    host: config.SANDBOX_HOST,
+    port: config.SANDBOX_PORT,
+    secret: resolveSecret(config),
+    accessTokenTtlSeconds: config.SANDBOX_ACCESS_TOKEN_TTL_SECONDS,
+  });
   console.log(`sandbox listening on ${sandbox.url}`);
 
   const stop = (): void => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bearerTokenOf, deriveTokenKey, issueSandboxToken, verifySandboxToken } from './sandbox-tokens.ts';
+import { bearerTokenOf, deriveTokenKey, issueGrantAccessToken, issuedAtMsOf, issueSandboxToken, verifySandboxToken } from './sandbox-tokens.ts';
+import { signClaims } from './signed-token.ts';
 
 const key = deriveTokenKey('a-secret-of-at-least-thirty-two-characters');
 
@@ -48,5 +49,21 @@ describe('sandbox tokens', () => {
 
   it('refuses an empty secret', () => {
     expect(() => deriveTokenKey('')).toThrow(/secret/);
+  });
+});
+
+describe('sandbox OAuth access tokens', () => {
+  it('carry the grant, an expiry no sooner than the lifetime, and the issue time to the millisecond', () => {
+    const now = Date.UTC(2026, 0, 1) + 1_234;
+    const token = issueGrantAccessToken(key, 'linear', { login: 'erin', name: 'Erin' }, { grantId: 'g-1', ttlSeconds: 60 }, now);
+    const claims = verifySandboxToken(key, token);
+    expect(claims).toEqual({ svc: 'linear', login: 'erin', name: 'Erin', iat: now / 1000, exp: Math.ceil(now / 1000) + 60, gid: 'g-1' });
+    expect(issuedAtMsOf(claims!)).toBe(now);
+  });
+
+  it('reject mistyped grant claims', () => {
+    for (const claims of [{ svc: 'linear', login: 'erin', iat: 1, exp: '2' }, { svc: 'linear', login: 'erin', iat: 1, gid: '' }, { svc: 'linear', login: 'erin', iat: 1, gid: 7 }]) {
+      expect(verifySandboxToken(key, signClaims('sbx_', key, claims)), JSON.stringify(claims)).toBeUndefined();
+    }
   });
 });

@@ -1,11 +1,16 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { deriveSandboxKey, openSignedClaims, signClaims } from './signed-token.ts';
 import type { CallerIdentity } from './tools/tool-executor.ts';
 
 /**
  * Sandbox access tokens: `sbx_<payload>.<signature>`, where the payload is base64url JSON
- * `{svc, login, name?, iat}` and the signature base64url HMAC-SHA256 of the payload text.
- * They verify without any stored state, so tokens a seed issued keep working after the
- * sandbox restarts with the same secret, and stop working under another secret.
+ * `{svc, login, name?, iat, exp?, gid?}` and the signature base64url HMAC-SHA256 of the
+ * payload text (`signed-token.ts`). They verify without any stored state, so tokens a seed
+ * issued keep working after the sandbox restarts with the same secret, and stop working
+ * under another secret.
+ *
+ * Two kinds share the format: fixture tokens (`POST /_sandbox/<connector>/tokens`,
+ * `sandbox.issueToken`) carry no `exp`/`gid` and never expire; tokens of the OAuth server
+ * carry `exp` and the grant id `gid`, which revocation and the test controls act on.
  */
 
 const TOKEN_PREFIX = 'sbx_';
@@ -15,8 +20,22 @@ export interface SandboxTokenClaims {
   svc: string;
   login: string;
   name?: string;
-  /** Issued at, seconds since the epoch. */
+  /**
+   * Issued at, seconds since the epoch. Whole seconds on fixture tokens; OAuth tokens keep
+   * the milliseconds as a fraction (a JWT NumericDate may), so "every token issued so far"
+   * does not catch one issued later in the same second.
+   */
   iat: number;
+  /** Expires at, whole seconds since the epoch; only on OAuth tokens. */
+  exp?: number;
+  /** The grant (one consent, all its refreshes) the token belongs to; only on OAuth tokens. */
+  gid?: string;
+}
+
+/** What the OAuth server adds to an access token it issues for a grant. */
+export interface GrantTokenTerms {
+  grantId: string;
+  ttlSeconds: number;
 }
 
 /**
@@ -24,46 +43,43 @@ export interface SandboxTokenClaims {
  * from the server secret, so the secret itself never signs anything here.
  */
 export function deriveTokenKey(secret: string): Buffer {
-  if (secret.length === 0) throw new Error('the sandbox needs a non-empty secret');
-  return Buffer.from(hkdfSync('sha256', secret, 'portcullis', 'portcullis sandbox tokens v1', 32));
+  return deriveSandboxKey(secret, 'portcullis sandbox tokens v1');
 }
 
-function signatureOf(key: Buffer, payload: string): Buffer {
-  return createHmac('sha256', key).update(payload).digest();
+function identityClaims(service: string, identity: CallerIdentity): Pick<SandboxTokenClaims, 'svc' | 'login' | 'name'> {
+  return { svc: service, login: identity.login, ...(identity.name !== undefined ? { name: identity.name } : {}) };
 }
 
-/** Issues a token for `service` that names `identity`. */
+/** Issues a fixture token for `service` that names `identity` and never expires. */
 export function issueSandboxToken(key: Buffer, service: string, identity: CallerIdentity, now = Date.now()): string {
-  const claims: SandboxTokenClaims = { svc: service, login: identity.login, ...(identity.name !== undefined ? { name: identity.name } : {}), iat: Math.floor(now / 1000) };
-  const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
-  return `${TOKEN_PREFIX}${payload}.${signatureOf(key, payload).toString('base64url')}`;
+  const claims: SandboxTokenClaims = { ...identityClaims(service, identity), iat: Math.floor(now / 1000) };
+  return signClaims(TOKEN_PREFIX, key, claims);
 }
 
-function claimsOf(payload: string): SandboxTokenClaims | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const { svc, login, name, iat } = parsed as Record<string, unknown>;
+/** Issues an OAuth access token of a grant: it expires after `ttlSeconds` (never sooner). */
+export function issueGrantAccessToken(key: Buffer, service: string, identity: CallerIdentity, terms: GrantTokenTerms, now = Date.now()): string {
+  const claims: SandboxTokenClaims = { ...identityClaims(service, identity), iat: now / 1000, exp: Math.ceil(now / 1000) + terms.ttlSeconds, gid: terms.grantId };
+  return signClaims(TOKEN_PREFIX, key, claims);
+}
+
+/** When a token was issued, in milliseconds since the epoch. */
+export function issuedAtMsOf(claims: Pick<SandboxTokenClaims, 'iat'>): number {
+  return Math.round(claims.iat * 1000);
+}
+
+function claimsOf(parsed: Record<string, unknown>): SandboxTokenClaims | undefined {
+  const { svc, login, name, iat, exp, gid } = parsed;
   if (typeof svc !== 'string' || typeof login !== 'string' || login.length === 0 || typeof iat !== 'number') return undefined;
   if (name !== undefined && typeof name !== 'string') return undefined;
-  return { svc, login, ...(name !== undefined ? { name } : {}), iat };
+  if (exp !== undefined && typeof exp !== 'number') return undefined;
+  if (gid !== undefined && (typeof gid !== 'string' || gid.length === 0)) return undefined;
+  return { svc, login, ...(name !== undefined ? { name } : {}), iat, ...(exp !== undefined ? { exp } : {}), ...(gid !== undefined ? { gid } : {}) };
 }
 
-/** The claims of a token signed with `key`; undefined for anything else. */
+/** The claims of a token signed with `key`; undefined for anything else. Expiry is the caller's to check. */
 export function verifySandboxToken(key: Buffer, token: string): SandboxTokenClaims | undefined {
-  if (!token.startsWith(TOKEN_PREFIX)) return undefined;
-  const dot = token.indexOf('.', TOKEN_PREFIX.length);
-  if (dot < 0) return undefined;
-  const payload = token.slice(TOKEN_PREFIX.length, dot);
-  // Compared as text, so exactly one spelling of the signature is accepted.
-  const presented = Buffer.from(token.slice(dot + 1));
-  const expected = Buffer.from(signatureOf(key, payload).toString('base64url'));
-  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return undefined;
-  return claimsOf(payload);
+  const parsed = openSignedClaims(TOKEN_PREFIX, key, token);
+  return parsed && claimsOf(parsed);
 }
 
 /** The token of an `Authorization: Bearer <token>` header, if that is what the header holds. */

@@ -129,6 +129,12 @@ describe('sandbox MCP servers', () => {
 });
 
 describe('sandbox authentication', () => {
+  /** The challenge of a request without a token: where OAuth discovery starts, and no error code (RFC 6750 §3.1). */
+  const missingChallenge = (target: Sandbox, service: string): string => `Bearer resource_metadata="${target.url}/.well-known/oauth-protected-resource/${service}/mcp"`;
+  /** The challenge of a token that did not verify. */
+  const invalidChallenge = (target: Sandbox, service: string): string =>
+    `Bearer error="invalid_token", error_description="The token is invalid or not for this connector", resource_metadata="${target.url}/.well-known/oauth-protected-resource/${service}/mcp"`;
+
   async function expectUnauthorized(response: Response, wwwAuthenticate: string): Promise<void> {
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe(wwwAuthenticate);
@@ -136,17 +142,17 @@ describe('sandbox authentication', () => {
   }
 
   it('refuses a request without a token', async () => {
-    await expectUnauthorized(await postMcp(sandbox, 'github', INITIALIZE), 'Bearer');
+    await expectUnauthorized(await postMcp(sandbox, 'github', INITIALIZE), missingChallenge(sandbox, 'github'));
   });
 
   it('refuses a token that is not a sandbox token', async () => {
-    await expectUnauthorized(await postMcp(sandbox, 'github', INITIALIZE, { authorization: 'Bearer pcm_not-a-sandbox-token' }), 'Bearer error="invalid_token"');
-    await expectUnauthorized(await postMcp(sandbox, 'github', INITIALIZE, { authorization: 'Basic YWxpY2U6cHc=' }), 'Bearer');
+    await expectUnauthorized(await postMcp(sandbox, 'github', INITIALIZE, { authorization: 'Bearer pcm_not-a-sandbox-token' }), invalidChallenge(sandbox, 'github'));
+    await expectUnauthorized(await postMcp(sandbox, 'github', INITIALIZE, { authorization: 'Basic YWxpY2U6cHc=' }), missingChallenge(sandbox, 'github'));
   });
 
   it('refuses a token of another connector', async () => {
     const slackToken = sandbox.issueToken('slack', { login: 'alice' });
-    await expectUnauthorized(await postMcp(sandbox, 'github', INITIALIZE, { authorization: `Bearer ${slackToken}` }), 'Bearer error="invalid_token"');
+    await expectUnauthorized(await postMcp(sandbox, 'github', INITIALIZE, { authorization: `Bearer ${slackToken}` }), invalidChallenge(sandbox, 'github'));
     expect((await postMcp(sandbox, 'slack', INITIALIZE, { authorization: `Bearer ${slackToken}` })).status).toBe(200);
   });
 
@@ -154,7 +160,7 @@ describe('sandbox authentication', () => {
     const stranger = await startSandbox({ secret: OTHER_SECRET });
     try {
       const foreign = stranger.issueToken('github', { login: 'alice' });
-      await expectUnauthorized(await postMcp(sandbox, 'github', LIST_TOOLS, { authorization: `Bearer ${foreign}`, 'mcp-session-id': 'whatever' }), 'Bearer error="invalid_token"');
+      await expectUnauthorized(await postMcp(sandbox, 'github', LIST_TOOLS, { authorization: `Bearer ${foreign}`, 'mcp-session-id': 'whatever' }), invalidChallenge(sandbox, 'github'));
     } finally {
       await stranger.close();
     }
@@ -177,7 +183,7 @@ describe('sandbox authentication', () => {
 
     const rekeyed = await startSandbox({ secret: OTHER_SECRET });
     try {
-      await expectUnauthorized(await postMcp(rekeyed, 'linear', INITIALIZE, { authorization: `Bearer ${token}` }), 'Bearer error="invalid_token"');
+      await expectUnauthorized(await postMcp(rekeyed, 'linear', INITIALIZE, { authorization: `Bearer ${token}` }), invalidChallenge(rekeyed, 'linear'));
     } finally {
       await rekeyed.close();
     }

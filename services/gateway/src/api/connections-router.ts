@@ -39,6 +39,7 @@ export async function connectionsRoutes(fastify: FastifyInstance, options: { db:
     onRequest: requireUser(options.auth),
   }, async (request, reply) => {
     const location = await options.connectFlow.complete(request.user!.id, request.query);
+    request.log.info({ outcome: new URL(location).search.replace(/^\?/, '') }, 'oauth callback finished');
     return reply.code(302).header('cache-control', 'no-store').redirect(location);
   });
 

@@ -5,6 +5,7 @@ import { connectors, getConnector, type Database } from '@portcullis/core';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { loadAgentAccess, requireOwner } from '../modules/agents/agent-access.ts';
 import { createEntityStore } from '../modules/entities/entity-store.ts';
+import type { EntityRefresh } from '../modules/entities/entity-refresh.ts';
 import { requireUser } from '../plugins/session-auth.ts';
 
 const NO_CONTROL_CHARS = /^[^\u0000-\u001f\u007f]*$/;
@@ -14,9 +15,10 @@ const connectorKeys = connectors.map((c) => c.key) as [string, ...string[]];
  * `:service` must be a catalog connector and `:type` one of its entity types; both are 400
  * (a malformed request against a fixed, public list), decided before the agent is looked up.
  */
+const serviceParam = z.enum(connectorKeys, { error: (issue) => `unknown service "${String(issue.input).slice(0, 64)}"` });
 const entityParams = z.strictObject({
   id: z.string().uuid('must be a UUID'),
-  service: z.enum(connectorKeys, { error: (issue) => `unknown service "${String(issue.input).slice(0, 64)}"` }),
+  service: serviceParam,
   type: z.string().min(1).max(100),
 }).superRefine((params, ctx) => {
   const connector = getConnector(params.service);
@@ -51,7 +53,7 @@ const entityListSchema = z.object({
  * authoring (decision 008): outsiders and rejected members get the 404 of a missing agent,
  * pending and approved members 403.
  */
-export async function entitiesRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService }) {
+export async function entitiesRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; refresh: EntityRefresh }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const store = createEntityStore(options.db);
 
@@ -69,5 +71,21 @@ export async function entitiesRoutes(fastify: FastifyInstance, options: { db: Da
     requireOwner(await loadAgentAccess(options.db, id, request.user!.id));
     const { search, limit, offset } = request.query;
     return store.list({ agentId: id, service, type }, { ...(search ? { search } : {}), limit, offset });
+  });
+
+  /**
+   * Harvests the connector's entities again with the caller's own connection. Authenticated
+   * by the member key (Bearer), like `/mcp`: only it opens the member's sealed tokens.
+   */
+  app.post('/api/agents/:id/entities/:service/refresh', {
+    schema: {
+      tags: ['connectors'],
+      summary: 'Harvest a connector\'s entities again with the caller\'s connection (member key as Bearer)',
+      params: z.strictObject({ id: z.string().uuid('must be a UUID'), service: serviceParam }),
+      response: { 200: z.object({ service: z.string(), harvested: z.record(z.string(), z.number()), failed: z.record(z.string(), z.string()), partial: z.record(z.string(), z.string()) }) },
+    },
+  }, async (request) => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+    return options.refresh.refresh(match?.[1], request.params.id, request.params.service);
   });
 }

@@ -39,6 +39,8 @@ interface PooledSession {
   ready: Promise<void>;
   active: number;
   waiting: Array<() => void>;
+  /** Out of the pool; its client closes once its last call in flight settles. */
+  discarded: boolean;
 }
 
 function unauthorized(cause: unknown): UpstreamError {
@@ -72,10 +74,11 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
   const maxConcurrent = options.maxConcurrentPerSession ?? 8;
   const maxSessions = options.maxSessions ?? 1_000;
 
+  /** Takes a session out of the pool. Calls already on it finish on their own (closing it under them would fail them too). */
   function discard(key: string, session: PooledSession): void {
     if (sessions.get(key) === session) sessions.delete(key);
-    for (const wake of session.waiting.splice(0)) wake();
-    void session.client.close().catch(() => undefined);
+    session.discarded = true;
+    if (session.active === 0) void session.client.close().catch(() => undefined);
   }
 
   const sweep = setInterval(() => {
@@ -94,7 +97,7 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
       fetch: isolatingFetch,
       requestInit: { headers: { Authorization: `Bearer ${target.accessToken}` } },
     });
-    const session: PooledSession = { client, token: target.accessToken, lastUsed: Date.now(), ready: client.connect(transport, { timeout: options.timeoutMs }), active: 0, waiting: [] };
+    const session: PooledSession = { client, token: target.accessToken, lastUsed: Date.now(), ready: client.connect(transport, { timeout: options.timeoutMs }), active: 0, waiting: [], discarded: false };
     session.ready.catch(() => undefined);
     sessions.set(key, session);
     return session;
@@ -126,6 +129,7 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
     session.active -= 1;
     session.lastUsed = Date.now();
     session.waiting.shift()?.();
+    if (session.discarded && session.active === 0 && session.waiting.length === 0) void session.client.close().catch(() => undefined);
   }
 
   async function callOnce(target: UpstreamTarget, tool: string, args: Record<string, unknown>, deadline: number): Promise<CallToolResult> {
@@ -166,7 +170,9 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
     get size() { return sessions.size; },
     async close() {
       clearInterval(sweep);
-      await Promise.all([...sessions.entries()].map(([key, session]) => { discard(key, session); return session.client.close().catch(() => undefined); }));
+      const open = [...sessions.values()];
+      sessions.clear();
+      await Promise.all(open.map((session) => session.client.close().catch(() => undefined)));
     },
   };
 }

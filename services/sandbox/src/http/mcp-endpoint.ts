@@ -6,39 +6,22 @@ import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { authInfoOf, createConnectorMcpServer } from '../mcp-server.ts';
 import type { SandboxConnector } from '../sandbox-connector.ts';
-import { bearerTokenOf, verifySandboxToken, type SandboxTokenClaims } from '../sandbox-tokens.ts';
-import { MAX_MCP_BODY_BYTES, parseJson, readBody, sendJson, sendJsonRpcError } from './http-io.ts';
+import { authenticateBearer, sendBearerChallenge } from '../oauth/bearer-authentication.ts';
+import type { OAuthAuthority } from '../oauth/oauth-authority.ts';
+import { MAX_MCP_BODY_BYTES, parseJson, readBody, sendJsonRpcError } from './http-io.ts';
 import type { McpSession, SessionRegistry } from './session-registry.ts';
 
-/** What the endpoint needs: the token key, the session registry and a clock. */
+/** What the endpoint needs: the OAuth authority (it checks tokens), the session registry, a clock, and where the resource metadata is. */
 export interface McpEndpointDeps {
-  tokenKey: Buffer;
+  authority: OAuthAuthority;
   sessions: SessionRegistry;
   now: () => number;
+  /** The RFC 9728 metadata URL of a connector's MCP endpoint, as this request reached it. */
+  resourceMetadataUrlOf: (req: IncomingMessage, connectorKey: string) => string;
 }
 
 /** Handles one request to `/<connector>/mcp`. */
 export type McpRequestHandler = (req: IncomingMessage, res: ServerResponse, sandbox: SandboxConnector) => Promise<void>;
-
-type Authentication = { ok: true; token: string; claims: SandboxTokenClaims } | { ok: false; missing: boolean };
-
-function authenticate(req: IncomingMessage, tokenKey: Buffer, connectorKey: string): Authentication {
-  const token = bearerTokenOf(req.headers.authorization);
-  if (token === undefined) return { ok: false, missing: true };
-  const claims = verifySandboxToken(tokenKey, token);
-  // A token of another connector is as invalid here as a forged one.
-  if (!claims || claims.svc !== connectorKey) return { ok: false, missing: false };
-  return { ok: true, token, claims };
-}
-
-function sendUnauthorized(res: ServerResponse, missing: boolean): void {
-  // RFC 6750: no error code when no credentials came; invalid_token when they did not verify.
-  if (missing) {
-    sendJson(res, 401, { error: 'invalid_request', error_description: 'Authorization: Bearer <token> is required' }, { 'www-authenticate': 'Bearer' });
-  } else {
-    sendJson(res, 401, { error: 'invalid_token', error_description: 'The token is invalid or not for this connector' }, { 'www-authenticate': 'Bearer error="invalid_token"' });
-  }
-}
 
 type ParsedBody = { ok: true; body: unknown } | { ok: false };
 
@@ -59,14 +42,14 @@ async function readJsonRpcBody(req: IncomingMessage, res: ServerResponse): Promi
 }
 
 /**
- * The Streamable HTTP endpoint of the sandbox connectors. Every request needs a token of
- * this connector (else 401 with `WWW-Authenticate: Bearer`); an `initialize` POST without a
+ * The Streamable HTTP endpoint of the sandbox connectors. Every request needs a live token
+ * of this connector (else 401 with `WWW-Authenticate: Bearer …, resource_metadata="…"`); an `initialize` POST without a
  * session id opens a session (JSON responses, the fastest mode measured); any other request
  * needs the session id (400 without it) of a live session of the same connector and member
  * (404 otherwise). The SDK transport does the rest, including GET streams and DELETE.
  */
 export function createMcpEndpoint(deps: McpEndpointDeps): McpRequestHandler {
-  const { tokenKey, sessions, now } = deps;
+  const { authority, sessions, now } = deps;
 
   async function openSession(sandbox: SandboxConnector, login: string): Promise<{ server: McpSession['server']; transport: StreamableHTTPServerTransport }> {
     const server = createConnectorMcpServer(sandbox);
@@ -88,9 +71,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpRequestHandler {
       sendJsonRpcError(res, 405, -32000, 'Method not allowed.', { allow: 'GET, POST, DELETE' });
       return;
     }
-    const auth = authenticate(req, tokenKey, sandbox.connector.key);
+    const auth = authenticateBearer(req, authority, sandbox.connector.key);
     if (!auth.ok) {
-      sendUnauthorized(res, auth.missing);
+      sendBearerChallenge(res, auth.problem, deps.resourceMetadataUrlOf(req, sandbox.connector.key));
       return;
     }
     const parsed = await readJsonRpcBody(req, res);

@@ -1,52 +1,51 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import { z } from 'zod';
 import { issueSandboxToken } from '../sandbox-tokens.ts';
-import { parseJson, readBody, sendJson } from './http-io.ts';
+import { sendJson } from './http-io.ts';
+import { readJsonRequest } from './json-request.ts';
 
 const MAX_TOKEN_REQUEST_BYTES = 16 * 1024;
 
+/** A member's login: trimmed, 1–200 characters. */
+export const loginSchema = z.string().trim().min(1).max(200);
+
 const tokenRequestSchema = z.strictObject({
-  login: z.string().trim().min(1).max(200),
+  login: loginSchema,
   name: z.string().trim().min(1).max(200).optional(),
 });
 
-function sendTokenError(res: ServerResponse, status: number, error: string, description: string, headers: Record<string, string> = {}): void {
+/** An error in the OAuth token endpoint's shape `{error, error_description}`, as every `/_sandbox` route answers them. */
+export function sendControlError(res: ServerResponse, status: number, error: string, description: string, headers: Record<string, string> = {}): void {
   sendJson(res, status, { error, error_description: description }, headers);
+}
+
+/**
+ * Reads the JSON body of a `/_sandbox` POST route against `schema`, answering the error
+ * itself (405, 415, 413, 400 `invalid_request`) when it cannot; undefined then.
+ */
+export async function readControlRequest<S extends z.ZodType>(req: IncomingMessage, res: ServerResponse, schema: S, maxBytes = MAX_TOKEN_REQUEST_BYTES): Promise<z.output<S> | undefined> {
+  if (req.method !== 'POST') {
+    sendControlError(res, 405, 'invalid_request', 'Use POST', { allow: 'POST' });
+    return undefined;
+  }
+  const read = await readJsonRequest(req, schema, maxBytes);
+  if (!read.ok) {
+    sendControlError(res, read.status, 'invalid_request', read.description, read.headers);
+    return undefined;
+  }
+  return read.data;
 }
 
 /**
  * `POST /_sandbox/<connector>/tokens` with `{login, name?}` → `{access_token, token_type}`:
  * how test fixtures and seeds in other processes get a member's token for a sandbox
- * connector. It stands in for the sandbox's OAuth authorization server, which comes later,
- * and exists only in the sandbox. Errors use the OAuth token endpoint's shape.
+ * connector without going through OAuth. The token never expires and belongs to no grant.
+ * It exists only in the sandbox. Errors use the OAuth token endpoint's shape.
  */
 export async function handleTokenRequest(req: IncomingMessage, res: ServerResponse, connectorKey: string, tokenKey: Buffer): Promise<void> {
-  if (req.method !== 'POST') {
-    sendTokenError(res, 405, 'invalid_request', 'Use POST', { allow: 'POST' });
-    return;
-  }
-  if (!isJsonContentType(req.headers['content-type'])) {
-    sendTokenError(res, 415, 'invalid_request', 'Content-Type must be application/json');
-    return;
-  }
-  const read = await readBody(req, MAX_TOKEN_REQUEST_BYTES);
-  if (read.kind === 'too_large') {
-    sendTokenError(res, 413, 'invalid_request', `The body must not exceed ${MAX_TOKEN_REQUEST_BYTES} bytes`, { connection: 'close' });
-    return;
-  }
-  const json = parseJson(read.text);
-  if (!json) {
-    sendTokenError(res, 400, 'invalid_request', 'The body is not valid JSON');
-    return;
-  }
-  const request = tokenRequestSchema.safeParse(json.value);
-  if (!request.success) {
-    const problems = request.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`);
-    sendTokenError(res, 400, 'invalid_request', problems.join('; '));
-    return;
-  }
-  const { login, name } = request.data;
+  const request = await readControlRequest(req, res, tokenRequestSchema);
+  if (request === undefined) return;
+  const { login, name } = request;
   const accessToken = issueSandboxToken(tokenKey, connectorKey, name !== undefined ? { login, name } : { login });
   sendJson(res, 200, { access_token: accessToken, token_type: 'Bearer' }, { 'cache-control': 'no-store' });
 }

@@ -58,6 +58,7 @@ export function connectionTokensOf(tokens: OAuthTokens, at: number, previous?: C
   };
 }
 
+const NEEDS_REAUTH = 'Its authorization was revoked or expired, or it was sealed to a member key that has since been replaced without the old one (then reset the lost key first).';
 const UNREADABLE = 'This connection was made under an earlier member key and cannot be read; reset the lost key and reconnect the service.';
 
 /**
@@ -101,7 +102,7 @@ export function createSealedTokens(deps: {
         .where(eq(schema.connections.id, connection.id))
         .for('update', { of: schema.connections });
       if (!row) return { reauth: 'The connection was removed; connect the service again.' } as const;
-      if (row.connection.status === 'needs_reauth') return { reauth: 'The connection needs to be made again.' } as const;
+      if (row.connection.status === 'needs_reauth') return { reauth: NEEDS_REAUTH } as const;
       const latest = open(holder.vaultPrivateKey, row.connection.sealedTokens);
       // Another call (or replica) refreshed while this one waited for the lock: use its tokens.
       if (latest.accessToken !== stale.accessToken && !isExpiring(latest)) return { tokens: latest, updatedAt: row.connection.updatedAt } as const;
@@ -156,7 +157,7 @@ export function createSealedTokens(deps: {
     current(holder: TokenHolder, connection: SealedConnection): ConnectionTokens {
       const mine = refreshed.get(connection.id);
       if (connection.status === 'needs_reauth' || (needsReauth.has(connection.id) && !(connection.updatedAt.getTime() > (mine?.updatedAt ?? 0)))) {
-        throw new ReauthRequired('The connection needs to be made again.');
+        throw new ReauthRequired(NEEDS_REAUTH);
       }
       needsReauth.delete(connection.id);
       if (mine && mine.updatedAt >= connection.updatedAt.getTime()) return mine.tokens;
