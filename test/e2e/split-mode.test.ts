@@ -1,9 +1,10 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { schema } from '@portcullis/core';
+import { schema, sealWithSecret } from '@portcullis/core';
+import { CLIENT_SECRET_LABEL } from '@portcullis/gateway';
 import { compilePolicyText } from '@portcullis/policy';
 import { seedDemo, type DemoSeed } from '@portcullis/standalone';
-import { addMember, sandboxTokenIssuer } from '../support/fixtures.ts';
+import { addMember, sandboxAppRegistrar, sandboxTokenIssuer } from '../support/fixtures.ts';
 import { connectMcp, connectMcpDirect } from '../support/mcp-client.ts';
 import { startSplitTopology, type SplitTopology } from '../support/split-topology.ts';
 import { auditEntriesUntil, exerciseBadMcpInput, exerciseProtocolVersions, exerciseToolCallPath, type ProductUnderTest } from './tool-call-path.scenario.ts';
@@ -21,7 +22,12 @@ describe('split mode: gateway, policy and audit as three processes on real NATS 
   beforeAll(async () => {
     topology = await startSplitTopology({ env: { MCP_BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
     ({ sandboxUrl, database, bus } = topology);
-    seed = (await seedDemo(database.db, { issueToken: sandboxTokenIssuer(sandboxUrl), cedarOf: compilePolicyText }))!;
+    seed = (await seedDemo(database.db, {
+      issueToken: sandboxTokenIssuer(sandboxUrl),
+      cedarOf: compilePolicyText,
+      registerApp: sandboxAppRegistrar(sandboxUrl, `${topology.gateways[0]}/api/oauth/callback`),
+      sealClientSecret: (secret) => sealWithSecret(topology.serverSecret, CLIENT_SECRET_LABEL, secret),
+    }))!;
     p = { baseUrl: topology.gateways[0]!, memberKey: seed.memberKey, ownerEmail: seed.ownerEmail, outboxDir: topology.outboxDir };
   });
 

@@ -104,6 +104,13 @@ export async function exerciseToolCallPath(p: ProductUnderTest): Promise<{ allow
   }
   // The key itself is never in an entry.
   expect(JSON.stringify(entries)).not.toContain(p.memberKey);
+
+  // The demo owner's GitHub OAuth app is set up: connecting starts on the sandbox provider's consent page.
+  const connect = await fetch(`${p.baseUrl}/api/agents/${allowedEntry.agentId}/connect/github`, { method: 'POST', headers: { cookie, origin: p.baseUrl } });
+  expect(connect.status).toBe(200);
+  const { authorizeUrl } = (await connect.json()) as { authorizeUrl: string };
+  expect(new URL(authorizeUrl).pathname).toBe('/github/oauth/authorize');
+  expect((await fetch(authorizeUrl)).status).toBe(200);
   return { allowedId: allowedEntry.id, deniedId: deniedEntry.id, cookie };
 }
 

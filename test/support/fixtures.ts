@@ -13,6 +13,18 @@ export function sandboxTokenIssuer(sandboxUrl: string) {
   };
 }
 
+/** Registers an owner's OAuth app with a running sandbox provider, as its developer site would. */
+export function sandboxAppRegistrar(sandboxUrl: string, redirectUri: string) {
+  return async (service: string): Promise<{ clientId: string; clientSecret: string }> => {
+    const res = await fetch(`${sandboxUrl}/_sandbox/${service}/apps`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [redirectUri], name: 'Portcullis tests' }),
+    });
+    if (res.status !== 201) throw new Error(`sandbox apps endpoint answered ${res.status}`);
+    const app = (await res.json()) as { client_id: string; client_secret: string };
+    return { clientId: app.client_id, clientSecret: app.client_secret };
+  };
+}
+
 /** Adds a member (with a key, a vault and connections) to an agent, as later issues' API will. */
 export async function addMember(db: Database, o: {
   agentId: string; email: string; status: 'pending' | 'approved'; connect: Record<string, string>;

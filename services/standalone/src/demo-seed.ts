@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import {
-  createMemberVault, digestKey, displaySuffixOf, generateMemberKey, sealToMember, schema, type Database,
+  createMemberVault, digestKey, displaySuffixOf, generateMemberKey, getConnector, sealToMember, schema, type Database,
 } from '@portcullis/core';
 
 export const DEMO_OWNER_EMAIL = 'demo@portcullis.local';
@@ -22,16 +22,29 @@ export interface DemoSeed {
 /** Issues an upstream access token for a member's identity on one connector. */
 export type IssueUpstreamToken = (service: string, identity: { login: string; name: string }) => Promise<string> | string;
 
+/** An OAuth app registered with the provider, as an owner does on its developer site. */
+export type RegisterOAuthApp = (service: string) => Promise<{ clientId: string; clientSecret: string }> | { clientId: string; clientSecret: string };
+
 /**
  * Seeds the demo: an owner, an agent with four connectors enabled, the owner as an approved
- * member holding a key and connected (through the sandbox) to GitHub, Slack and Linear, and
- * one forbid policy on GitHub's destructive tools. Answers undefined when already seeded.
+ * member holding a key and connected (through the sandbox) to GitHub, Slack and Linear, the
+ * owner's OAuth-app credentials for the enabled "your OAuth app" connectors (so anyone invited
+ * can connect them), and one forbid policy on GitHub's destructive tools. Answers undefined
+ * when already seeded.
  */
-export async function seedDemo(db: Database, deps: { issueToken: IssueUpstreamToken; cedarOf: (record: PolicyRecordForCedar) => string }, ownerEmail = DEMO_OWNER_EMAIL): Promise<DemoSeed | undefined> {
+export async function seedDemo(db: Database, deps: {
+  issueToken: IssueUpstreamToken;
+  cedarOf: (record: PolicyRecordForCedar) => string;
+  registerApp: RegisterOAuthApp;
+  /** Seals a client secret as the credentials service stores it. */
+  sealClientSecret: (secret: string) => string;
+}, ownerEmail = DEMO_OWNER_EMAIL): Promise<DemoSeed | undefined> {
   const [existing] = await db.select().from(schema.users).where(eq(schema.users.email, ownerEmail));
   if (existing) return undefined;
 
   const tokens = await Promise.all(DEMO_CONNECTED_SERVICES.map((service) => deps.issueToken(service, { login: 'demo-user', name: 'Demo User' })));
+  const ownApps = DEMO_ENABLED_SERVICES.filter((service) => getConnector(service)!.oauth === 'own_app');
+  const apps = await Promise.all(ownApps.map(async (service) => ({ service, ...(await deps.registerApp(service)) })));
 
   return db.transaction(async (tx) => {
     const [owner] = await tx.insert(schema.users).values({ email: ownerEmail, displayName: 'Demo owner' }).returning();
@@ -45,6 +58,9 @@ export async function seedDemo(db: Database, deps: { issueToken: IssueUpstreamTo
     const vault = createMemberVault(member!.id, memberKey);
     await tx.update(schema.members).set({ vaultPublicKey: vault.publicKey, vaultWrappedPrivateKey: vault.wrappedPrivateKey }).where(eq(schema.members.id, member!.id));
     await tx.insert(schema.memberKeys).values({ memberId: member!.id, keyHash: digestKey(memberKey), displaySuffix: displaySuffixOf(memberKey) });
+    await tx.insert(schema.connectorCredentials).values(apps.map((app) => ({
+      agentId: agent!.id, service: app.service, clientId: app.clientId, clientSecretSealed: deps.sealClientSecret(app.clientSecret),
+    })));
     await tx.insert(schema.connections).values(DEMO_CONNECTED_SERVICES.map((service, i) => ({
       memberId: member!.id,
       service,

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectors, openBus, openDatabase, resolveSecret, type Bus, type DatabaseHandle } from '@portcullis/core';
-import { loadGatewayConfig, startGateway, type Gateway } from '@portcullis/gateway';
+import { connectors, openBus, openDatabase, resolveSecret, sealWithSecret, type Bus, type DatabaseHandle } from '@portcullis/core';
+import { CLIENT_SECRET_LABEL, loadGatewayConfig, startGateway, type Gateway } from '@portcullis/gateway';
 import { loadPolicyConfig, startPolicyService, compilePolicyText } from '@portcullis/policy';
 import { loadAuditConfig, startAuditService } from '@portcullis/audit';
 import { startSandbox, type Sandbox } from '@portcullis/sandbox';
@@ -73,7 +73,12 @@ export async function startStandalone(env: NodeJS.ProcessEnv): Promise<Standalon
     let demoMemberKey: string | undefined;
     if (sandbox) {
       const sb = sandbox;
-      const seeded = await seedDemo(database.db, { issueToken: (service, identity) => sb.issueToken(service, identity), cedarOf: compilePolicyText });
+      const seeded = await seedDemo(database.db, {
+        issueToken: (service, identity) => sb.issueToken(service, identity),
+        cedarOf: compilePolicyText,
+        registerApp: (service) => sb.registerApp(service, [`${gateway.url.replace(/\/$/, '')}/api/oauth/callback`], 'Portcullis demo'),
+        sealClientSecret: (clientSecret) => sealWithSecret(secret, CLIENT_SECRET_LABEL, clientSecret),
+      });
       const keyFile = join(dataDir, DEMO_KEY_FILE);
       if (seeded) writeFileSync(keyFile, seeded.memberKey + '\n', { mode: 0o600 });
       demoMemberKey = existsSync(keyFile) ? readFileSync(keyFile, 'utf8').trim() : undefined;
