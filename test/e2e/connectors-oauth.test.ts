@@ -267,4 +267,24 @@ describe('connectors: OAuth connections end to end (split processes, two gateway
     expect(logs).not.toMatch(/pcm_[A-Za-z0-9_-]{43}/);
     expect(logs).not.toMatch(/[?&]code=/);
   });
+
+  it('an upstream that cannot be reached gives a clear error naming the connector, and the call is audited', async () => {
+    await t.processes.sandbox!.stop();
+    const { client, transport } = await connectMcp(t.gateways[0]!, memberKey);
+    try {
+      const failure = await client.callTool({ name: 'github__get_me', arguments: {} }).then(() => undefined, (err: Error) => err);
+      expect(failure?.message).toMatch(/GitHub: The connector cannot be reached/);
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    }
+    const started = Date.now();
+    for (;;) {
+      const audit = await owner.call('GET', '/api/audit?service=github&tool=get_me');
+      const failed = (audit.body.entries as Array<{ decision: string; reason: string }>).find((e) => /upstream error: The connector cannot be reached/.test(e.reason));
+      if (failed) { expect(failed.decision).toBe('ALLOW'); break; }
+      if (Date.now() - started > 5_000) throw new Error('the failed call was not audited');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
 });
