@@ -21,3 +21,4 @@ export type * from './grpc/types.ts';
 export { createMemberVault, openSealed, rewrapMemberVault, sealToMember, unwrapPrivateKey, VaultError, type MemberVault } from './vault.ts';
 export { isolatingFetch } from './mcp/isolating-fetch.ts';
 export { openWithSecret, sealWithSecret } from './secret-box.ts';
+export * from './policy-conditions.ts';

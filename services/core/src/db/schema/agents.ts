@@ -9,6 +9,11 @@ export const agents = pgTable('agents', {
   status: text('status').$type<'active' | 'disabled'>().notNull().default('active'),
   /** Connector keys enabled on the agent. */
   allowedServices: jsonb('allowed_services').$type<string[]>().notNull().default([]),
+  /**
+   * What a call no policy decides gets: `allow` (the spec's "no forbid policy matched" — the
+   * default) or `deny` (then only `permit` policies let calls through; forbids still win).
+   */
+  defaultDecision: text('default_decision').$type<'allow' | 'deny'>().notNull().default('allow'),
   /** Bumped on every policy change; the PDP uses it to refuse stale caches. */
   policyVersion: bigint('policy_version', { mode: 'number' }).notNull().default(0),
   createdBy: uuid('created_by').references(() => users.id, { onDelete: 'set null' }),
