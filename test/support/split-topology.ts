@@ -38,7 +38,7 @@ export async function startSplitTopology(options: { gatewayCount?: number; env?:
     const [sandboxPort, policyPort, auditPort] = await Promise.all([freePort(), freePort(), freePort()]);
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
     const sandbox = startTs('services/sandbox/src/main.ts', { ...shared, SANDBOX_PORT: String(sandboxPort), DATA_DIR: join(dataDir, 'sandbox') }, 'sandbox');
-    const policy = startTs('services/policy/src/main.ts', { ...shared, DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${policyPort}`, DATA_DIR: join(dataDir, 'policy') }, 'policy');
+    const policy = startTs('services/policy/src/main.ts', { ...shared, DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${policyPort}`, AUDIT_URL: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'policy') }, 'policy');
     const audit = startTs('services/audit/src/main.ts', { ...shared, GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, 'audit');
     processes.push(sandbox, policy, audit);
     await Promise.all([sandbox.waitFor(/sandbox listening/), policy.waitFor(/policy listening/), audit.waitFor(/audit listening/)]);

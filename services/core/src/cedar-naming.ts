@@ -58,6 +58,15 @@ const resourceRules: Record<string, ResourceRule[]> = {
   vercel: [{ type: 'Project', args: ['projectId'] }, { type: 'Team', args: ['teamId'] }],
 };
 
+/**
+ * The entity types a connector's calls may target besides `<Label>MCP::Service`, e.g.
+ * `GithubMCP::Repository`, distinct, in rule order; empty for a service without resource rules.
+ */
+export function resourceTypesOf(service: string): string[] {
+  const ns = cedarNamespace(service);
+  return [...new Set((resourceRules[service] ?? []).map((rule) => `${ns}::${rule.type}`))];
+}
+
 /** The Cedar resource a call targets, e.g. `GithubMCP::Repository::"acme/api"`. */
 export function resourceOf(service: string, args: Record<string, unknown>): { type: string; id: string; uid: string } {
   const ns = cedarNamespace(service);

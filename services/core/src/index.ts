@@ -8,7 +8,7 @@ export {
   TIERS, TOOL_NAME_SEPARATOR,
   type CatalogTool, type Connector, type OAuthKind, type ParamSpec, type Tier, type ToolInputSchema,
 } from './catalog/catalog.ts';
-export { actionUid, AGENT_TYPE, cedarNamespace, cedarString, entityUid, principalUid, PRINCIPAL_TYPE, resourceOf } from './cedar-naming.ts';
+export { actionUid, AGENT_TYPE, cedarNamespace, cedarString, entityUid, principalUid, PRINCIPAL_TYPE, resourceOf, resourceTypesOf } from './cedar-naming.ts';
 export { openDatabase, type Database, type DatabaseHandle } from './db/database.ts';
 export * as schema from './db/schema/index.ts';
 export type { ConnectionOAuth, OAuthFlowTarget } from './db/schema/index.ts';

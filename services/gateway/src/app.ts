@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ApiError, type Bus, type Database } from '@portcullis/core';
 import type { GatewayConfig } from './config.ts';
 import type { AuditClient } from './clients/audit-client.ts';
+import type { PolicyClient } from './clients/policy-client.ts';
 import type { MemberKeyResolver } from './modules/identity/member-key-resolver.ts';
 import type { AuthService } from './modules/auth/auth-service.ts';
 import type { ToolCallService } from './mcp/tool-call-service.ts';
@@ -17,6 +18,7 @@ import { accountRoutes } from './api/account-router.ts';
 import { authRateLimitsOf, type RateLimitConfig } from './plugins/rate-limits.ts';
 import { auditRoutes } from './api/audit-router.ts';
 import { agentsRoutes } from './api/agents-router.ts';
+import { policiesRoutes } from './api/policies-router.ts';
 import { membersRoutes } from './api/members-router.ts';
 import { connectorsRoutes } from './api/connectors-router.ts';
 import { connectionsRoutes } from './api/connections-router.ts';
@@ -36,6 +38,8 @@ export interface AppDeps {
   toolCalls: ToolCallService;
   auth: AuthService;
   audit: AuditClient;
+  /** The PDP, for policy preview and simulate (verdicts go through `toolCalls`). */
+  policy: Pick<PolicyClient, 'preview' | 'simulate'>;
   /** Sends invite e-mails (the same mailer as sign-in). */
   mailer: Mailer;
   /** The server secret (`PORTCULLIS_SECRET`); invite tokens are signed under a key derived from it. */
@@ -123,6 +127,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await accountRoutes(api, { auth: deps.auth });
     await auditRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
     await agentsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth });
+    await policiesRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, policy: deps.policy, audit: deps.audit });
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl });
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
     await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, connectFlow: deps.connectFlow });

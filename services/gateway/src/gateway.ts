@@ -87,6 +87,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     toolCalls,
     auth,
     audit,
+    policy,
     mailer,
     secret: config.secret,
     connectFlow,

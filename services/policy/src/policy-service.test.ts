@@ -176,7 +176,9 @@ describe('policy service over gRPC', () => {
     expect(bad.errors).toEqual(['unknown tool "nope" for service "slack"']);
   });
 
-  it('answers Simulate with UNIMPLEMENTED', async () => {
-    await expect(unary(client, 'Simulate', { agentId, draftJson: '{}' })).rejects.toMatchObject({ code: grpc.status.UNIMPLEMENTED });
+  it('answers Simulate with UNAVAILABLE when no audit service is configured, INVALID_ARGUMENT for a bad draft', async () => {
+    const draftJson = JSON.stringify({ ...record, policyKey: undefined, tiers: [], tools: ['get_me'] });
+    await expect(unary(client, 'Simulate', { agentId, draftJson })).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE, details: expect.stringContaining('AUDIT_URL') });
+    await expect(unary(client, 'Simulate', { agentId, draftJson: '{}' })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining('the draft has errors') });
   });
 });

@@ -1,11 +1,14 @@
 import { bindServer, type Bus, type Database } from '@portcullis/core';
+import { createAuditEntrySource } from './clients/audit-entries.ts';
 import type { PolicyConfig } from './config.ts';
 import { createPolicyCache } from './engine/policy-cache.ts';
+import { createInMemorySessionCounters } from './engine/session-counters.ts';
 import { createAuthorizeHandler } from './handlers/authorize.ts';
 import { createPreviewHandler } from './handlers/preview.ts';
 import { createSimulateHandler } from './handlers/simulate.ts';
 import { createPolicyServer } from './server.ts';
 import { createPolicyRepo } from './store/policy-repo.ts';
+import { createSimulationRepo } from './store/simulation-repo.ts';
 
 /** A running decision point. */
 export interface PolicyService {
@@ -19,15 +22,20 @@ const SHUTDOWN_GRACE_MS = 5_000;
 
 /**
  * Starts the policy decision point: gRPC `PolicyDecision` on `config.GRPC_ADDRESS`, policies
- * read from `deps.db`, cache invalidation from `deps.bus`. The caller owns db and bus.
+ * read from `deps.db`, cache invalidation from `deps.bus`, past calls for Simulate from the
+ * audit service at `config.AUDIT_URL` (connected on first use). The caller owns db and bus.
  */
-export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRESS'>, deps: { db: Database; bus: Pick<Bus, 'onChange'> }): Promise<PolicyService> {
-  const cache = createPolicyCache({ repo: createPolicyRepo(deps.db) });
+export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRESS'> & Partial<Pick<PolicyConfig, 'AUDIT_URL' | 'POLICY_CLOCK_OFFSET_MS'>>, deps: { db: Database; bus: Pick<Bus, 'onChange'> }): Promise<PolicyService> {
+  const repo = createPolicyRepo(deps.db);
+  const cache = createPolicyCache({ repo });
+  // Simulate's reads of past calls; without AUDIT_URL it answers UNAVAILABLE.
+  const audit = config.AUDIT_URL ? createAuditEntrySource(config.AUDIT_URL) : undefined;
   const unsubscribe = deps.bus.onChange((event) => cache.handleChange(event));
   const server = createPolicyServer({
-    Authorize: createAuthorizeHandler({ cache }),
+    // Session-limit counters live in this process for now (a shared JetStream KV later).
+    Authorize: createAuthorizeHandler({ cache, sessions: createInMemorySessionCounters(), clockOffsetMs: config.POLICY_CLOCK_OFFSET_MS ?? 0 }),
     Preview: createPreviewHandler(),
-    Simulate: createSimulateHandler(),
+    Simulate: createSimulateHandler({ policies: repo, store: createSimulationRepo(deps.db), audit }),
   });
   let address: string;
   try {
@@ -35,6 +43,7 @@ export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRES
   } catch (err) {
     unsubscribe();
     cache.close();
+    audit?.close();
     server.forceShutdown();
     throw err;
   }
@@ -50,6 +59,7 @@ export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRES
           server.tryShutdown(() => { clearTimeout(timer); resolve(); });
         });
         cache.close();
+        audit?.close();
       })();
       return closing;
     },

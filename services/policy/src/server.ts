@@ -1,12 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
 import { channelOptions, PolicyDecisionService, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
 import type { PreviewRequest, PreviewResponse } from './handlers/preview.ts';
+import type { SimulateRequest, SimulateResponse } from './handlers/simulate.ts';
 
 /** The handlers of `portcullis.policy.v1.PolicyDecision`, one per RPC. */
 export interface PolicyDecisionHandlers {
   Authorize: grpc.handleUnaryCall<AuthorizeRequest, AuthorizeResponse>;
   Preview: grpc.handleUnaryCall<PreviewRequest, PreviewResponse>;
-  Simulate: grpc.handleUnaryCall<unknown, never>;
+  Simulate: grpc.handleUnaryCall<SimulateRequest, SimulateResponse>;
 }
 
 /** A gRPC server serving `handlers`; not bound yet. */

@@ -34,8 +34,10 @@ export async function startStandalone(env: NodeJS.ProcessEnv): Promise<Standalon
   // code path as split mode, without the loopback TCP stack.
   mkdirSync(dataDir, { recursive: true });
   const socketDir = mkdtempSync(join(tmpdir(), 'portcullis-'));
-  const policyConfig = loadPolicyConfig({ ...env, GRPC_ADDRESS: `unix:${join(socketDir, 'policy.sock')}` });
-  const auditConfig = loadAuditConfig({ ...env, GRPC_ADDRESS: `unix:${join(socketDir, 'audit.sock')}` });
+  const auditAddress = `unix:${join(socketDir, 'audit.sock')}`;
+  // The policy service starts before audit; its audit client (Simulate) connects on first use.
+  const policyConfig = loadPolicyConfig({ ...env, GRPC_ADDRESS: `unix:${join(socketDir, 'policy.sock')}`, AUDIT_URL: auditAddress });
+  const auditConfig = loadAuditConfig({ ...env, GRPC_ADDRESS: auditAddress });
   // Validate the gateway's config (startup guard included) before anything starts.
   loadGatewayConfig(env, secret);
 

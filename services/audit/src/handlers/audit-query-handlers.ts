@@ -4,6 +4,7 @@ import type { AuditStore } from '../store/audit-store.ts';
 import { exportHandler } from './export.ts';
 import type { AuditLogger } from './grpc-errors.ts';
 import { handleMembers } from './members.ts';
+import { handlePolicyTriggers, type PolicyTriggersRequest } from './policy-triggers.ts';
 import { handleQuery } from './query.ts';
 import { handleStats } from './stats.ts';
 import { unaryHandler } from './unary.ts';
@@ -15,5 +16,6 @@ export function createAuditQueryHandlers(deps: { store: AuditStore; log: AuditLo
     Export: exportHandler(deps),
     Members: unaryHandler('Members', deps.log, (request: MembersRequest) => handleMembers(deps, request)),
     Stats: unaryHandler('Stats', deps.log, (request: StatsRequest) => handleStats(deps, request)),
+    PolicyTriggers: unaryHandler('PolicyTriggers', deps.log, (request: PolicyTriggersRequest) => handlePolicyTriggers(deps, request)),
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditFilterMsg, ExportRequest, QueryRequest } from '@portcullis/core';
-import { InvalidArgumentError, parseExportRequest, parseFilter, parseInstant, parseQueryRequest, parseStatsRequest } from './parse-request.ts';
+import { InvalidArgumentError, parseExportRequest, parseFilter, parseInstant, parseQueryRequest, parsePolicyTriggersRequest, parseStatsRequest, POLICY_TRIGGERS_MAX_IDS } from './parse-request.ts';
 
 const emptyFilter: AuditFilterMsg = { agentIds: ['a1'], from: '', to: '', agent: '', service: '', tool: '', result: '', member: '', policy: '' };
 const query = (over: Partial<QueryRequest> & { filter?: Partial<AuditFilterMsg> } = {}): QueryRequest =>
@@ -103,5 +103,18 @@ describe('parseStatsRequest', () => {
   it('validates the range', () => {
     expect(parseStatsRequest({ agentIds: ['a1'], from: '2026-10-01', to: '' })).toEqual({ agentIds: ['a1'], from: new Date('2026-10-01T00:00:00.000Z'), to: undefined });
     expect(() => parseStatsRequest({ agentIds: ['a1'], from: 'nope', to: '' })).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('parsePolicyTriggersRequest', () => {
+  it('takes one agent and de-duplicated policy ids', () => {
+    expect(parsePolicyTriggersRequest({ agentId: 'a1', policyDbIds: ['p1', 'p2', 'p1'] })).toEqual({ agentId: 'a1', policyDbIds: ['p1', 'p2'] });
+    expect(parsePolicyTriggersRequest({ agentId: 'a1', policyDbIds: [] })).toEqual({ agentId: 'a1', policyDbIds: [] });
+  });
+
+  it('refuses a missing agent, empty ids and too many ids', () => {
+    expect(() => parsePolicyTriggersRequest({ agentId: '', policyDbIds: ['p1'] })).toThrow(InvalidArgumentError);
+    expect(() => parsePolicyTriggersRequest({ agentId: 'a1', policyDbIds: [''] })).toThrow(InvalidArgumentError);
+    expect(() => parsePolicyTriggersRequest({ agentId: 'a1', policyDbIds: Array.from({ length: POLICY_TRIGGERS_MAX_IDS + 1 }, (_, i) => `p${i}`) })).toThrow(/at most/);
   });
 });

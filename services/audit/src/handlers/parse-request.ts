@@ -140,6 +140,23 @@ export function parseStatsRequest(request: StatsRequest): AuditStatsFilter {
   return { agentIds: parseAgentIds(request.agentIds, 'agent_ids'), from, to };
 }
 
+/** Most policy ids one `PolicyTriggers` call may ask about (a page of the policies list is far smaller). */
+export const POLICY_TRIGGERS_MAX_IDS = 1_000;
+
+/** `PolicyTriggers`: one agent and the policy ids of a page of its policies. */
+export function parsePolicyTriggersRequest(request: { agentId?: string | null; policyDbIds?: readonly string[] | null }): { agentId: string; policyDbIds: string[] } {
+  const agentId = request.agentId ?? '';
+  if (agentId.length === 0 || agentId.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`agent_id must be a non-empty id of at most ${MAX_ID_LENGTH} characters`);
+  const ids = request.policyDbIds ?? [];
+  if (ids.length > POLICY_TRIGGERS_MAX_IDS) throw new InvalidArgumentError(`policy_db_ids may list at most ${POLICY_TRIGGERS_MAX_IDS} ids`);
+  for (const id of ids) {
+    if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LENGTH) {
+      throw new InvalidArgumentError(`policy_db_ids must hold non-empty ids of at most ${MAX_ID_LENGTH} characters`);
+    }
+  }
+  return { agentId, policyDbIds: [...new Set(ids)] };
+}
+
 function quote(value: string): string {
   return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
 }

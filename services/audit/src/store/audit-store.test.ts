@@ -208,3 +208,24 @@ describe('skipping indexes', () => {
     }
   });
 });
+
+describe('policyTriggers', () => {
+  it('counts, per policy id, the agent\'s entries that matched it, and the newest one\'s time', async () => {
+    expect(await store.policyTriggers(A2, [P1, P2])).toEqual([
+      { policyDbId: P1, count: 1, lastTriggered: '2026-10-02T23:59:59.999Z' },
+      { policyDbId: P2, count: 1, lastTriggered: '2026-10-02T23:59:59.999Z' },
+    ]);
+    // e6 (agent A3) also matched P1; it is another agent's entry, so it does not count for A1.
+    expect(await store.policyTriggers(A1, [P1, P2])).toEqual([{ policyDbId: P1, count: 1, lastTriggered: '2026-10-01T12:00:00.000Z' }]);
+  });
+
+  it('leaves out ids never matched, answers nothing for no ids, and counts a redelivered entry once', async () => {
+    expect(await store.policyTriggers(A1, [])).toEqual([]);
+    expect(await store.policyTriggers(A1, ['0195f0a0-0000-7000-8000-0000000000ff'])).toEqual([]);
+    const P3 = '0195f0a0-0000-7000-8000-0000000000f3';
+    const entries = [0, 1, 2].map((i) => makeEntry({ agentId: 'agent-triggers', timestamp: `2026-10-0${i + 4}T00:00:00.000Z`, decision: 'DENY', policyDbIds: [P3] }));
+    await store.insert(entries);
+    await store.insert(entries.slice(1));
+    expect(await store.policyTriggers('agent-triggers', [P3, P3])).toEqual([{ policyDbId: P3, count: 3, lastTriggered: '2026-10-06T00:00:00.000Z' }]);
+  });
+});

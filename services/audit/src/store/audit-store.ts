@@ -1,7 +1,7 @@
 import type { AuditEntry } from '@portcullis/core';
 import { whereOf, type AuditFilter } from './audit-filter.ts';
 import { connectClickHouse, type ClickHouseConnection, type ClickHouseTarget } from './clickhouse-connection.ts';
-import { AUDIT_COLUMNS, fromRow, toRow, type AuditRow } from './entry-row.ts';
+import { AUDIT_COLUMNS, fromClickHouseTime, fromRow, toRow, type AuditRow } from './entry-row.ts';
 import { applyMigrations } from './migrate.ts';
 
 /** A page of a filtered listing. */
@@ -20,6 +20,13 @@ export interface AuditStats {
   calls: number;
   allowed: number;
   denied: number;
+}
+
+/** How often one policy matched a call, and when it last did (ISO 8601). */
+export interface PolicyTriggerCount {
+  policyDbId: string;
+  count: number;
+  lastTriggered: string;
 }
 
 /** The time-range part of a filter, as dashboard counters use it. */
@@ -42,6 +49,11 @@ export interface AuditStore {
   /** Distinct members in the given agents' entries, by name. */
   members(agentIds: readonly string[]): Promise<AuditMember[]>;
   stats(filter: AuditStatsFilter): Promise<AuditStats>;
+  /**
+   * For each of `policyDbIds` that matched at least one of the agent's entries: how many
+   * entries name it in `policy_db_ids`, and the newest one's time. Ids never matched are left out.
+   */
+  policyTriggers(agentId: string, policyDbIds: readonly string[]): Promise<PolicyTriggerCount[]>;
   /** Applies pending migrations (already done by `openAuditStore`); returns the versions applied. */
   migrate(): Promise<number[]>;
   close(): Promise<void>;
@@ -152,6 +164,21 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
         where.params,
       );
       return { calls: Number(row?.calls ?? 0), allowed: Number(row?.allowed ?? 0), denied: Number(row?.denied ?? 0) };
+    },
+
+    async policyTriggers(agentId, policyDbIds) {
+      if (policyDbIds.length === 0) return [];
+      // FINAL first, so a redelivered entry counts once; `hasAny` lets the policy_db_ids
+      // bloom filter skip granules before ARRAY JOIN unfolds the matches.
+      const rows = await selectRows<{ policy_db_id: string; n: number | string; last: string }>(
+        `SELECT policy_db_id, count() AS n, toString(max(timestamp)) AS last
+         ${FROM_FINAL} ARRAY JOIN policy_db_ids AS policy_db_id
+         WHERE agent_id = {agentId:String} AND hasAny(policy_db_ids, {policyDbIds:Array(String)})
+           AND policy_db_id IN {policyDbIds:Array(String)}
+         GROUP BY policy_db_id ORDER BY policy_db_id`,
+        { agentId, policyDbIds: [...policyDbIds] },
+      );
+      return rows.map((row) => ({ policyDbId: row.policy_db_id, count: Number(row.n), lastTriggered: fromClickHouseTime(row.last) }));
     },
 
     migrate: () => applyMigrations(client, database),

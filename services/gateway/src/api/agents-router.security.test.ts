@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
 import { schema } from '@portcullis/core';
-import { ACTORS, createApiHarness, signInRoleActors, withoutRequestId, type Actor, type ApiHarness, type RoleActors } from '../testing/index.ts';
+import { ACTORS, createApiHarness, expectedStatus, signInRoleActors, withoutRequestId, type ApiHarness, type RoleActors } from '../testing/index.ts';
 
 /**
  * Every agents route, run as anonymous, outsider, rejected member, pending member, approved
@@ -27,17 +27,6 @@ const ENDPOINTS: Endpoint[] = [
   { method: 'PUT', path: '/api/agents/:id/services', payload: { services: ['github', 'stripe'] }, access: 'owner', success: 200 },
   { method: 'DELETE', path: '/api/agents/:id', access: 'owner', success: 204 },
 ];
-
-function expectedStatus(endpoint: Endpoint, actor: Actor): number {
-  switch (actor) {
-    case 'anonymous': return 401;
-    case 'outsider':
-    case 'rejected': return 404;
-    case 'pending':
-    case 'member': return endpoint.access === 'owner' ? 403 : endpoint.success;
-    case 'owner': return endpoint.success;
-  }
-}
 
 let h: ApiHarness;
 let roles: RoleActors;
@@ -75,7 +64,7 @@ describe.each(ENDPOINTS)('$method $path', (endpoint) => {
       ...(cookieOf[actor] ? { cookie: cookieOf[actor] } : {}),
     });
     const res = await send(agentId);
-    const expected = expectedStatus(endpoint, actor);
+    const expected = expectedStatus(actor, endpoint.access, endpoint.success);
     expect(res.statusCode, res.body).toBe(expected);
 
     if (expected >= 400) {

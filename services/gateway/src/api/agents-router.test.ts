@@ -87,6 +87,7 @@ describe('POST /api/agents', () => {
       type: 'standard',
       status: 'active',
       allowedServices: [],
+      defaultDecision: 'allow',
       key: { displaySuffix: null, lastUsedAt: null },
       membership: { id: expect.any(String), role: 'owner', status: 'approved', memberCount: 1 },
       connections: [],
@@ -192,7 +193,8 @@ describe('GET /api/agents', () => {
     const { agents } = await list(cookie, '?search=alpha');
     expect(agents).toHaveLength(1);
     const item = agents[0]!;
-    expect(Object.keys(item).sort()).toEqual(['allowedServices', 'connections', 'createdAt', 'id', 'key', 'membership', 'name', 'policyCount', 'status', 'tags', 'type']);
+    // The spec's fields plus `defaultDecision` (the policy set's fallback, decision 012).
+    expect(Object.keys(item).sort()).toEqual(['allowedServices', 'connections', 'createdAt', 'defaultDecision', 'id', 'key', 'membership', 'name', 'policyCount', 'status', 'tags', 'type']);
     expect(Object.keys(item.key).sort()).toEqual(['displaySuffix', 'lastUsedAt']);
     expect(Object.keys(item.membership).sort()).toEqual(['id', 'memberCount', 'role', 'status']);
   });

@@ -15,6 +15,7 @@ const agentName = text(200).min(1, 'must not be empty');
 const tags = z.array(text(50).min(1, 'must not be empty')).max(20);
 const agentType = z.enum(['standard', 'trusted']);
 const agentStatus = z.enum(['active', 'disabled']);
+const defaultDecision = z.enum(['allow', 'deny']);
 
 /** Query of GET /api/agents: the spec's parameters; bounds decided in docs/decisions/004. */
 export const agentListQuerySchema = z.strictObject({
@@ -29,8 +30,8 @@ export const agentListQuerySchema = z.strictObject({
 });
 
 const createAgentBody = z.strictObject({ name: agentName, tags: tags.optional(), type: agentType.optional() });
-const updateAgentBody = z.strictObject({ name: agentName.optional(), tags: tags.optional() })
-  .refine((b) => b.name !== undefined || b.tags !== undefined, { message: 'give name, tags or both', path: ['name'] });
+const updateAgentBody = z.strictObject({ name: agentName.optional(), tags: tags.optional(), defaultDecision: defaultDecision.optional() })
+  .refine((b) => b.name !== undefined || b.tags !== undefined || b.defaultDecision !== undefined, { message: 'give name, tags, defaultDecision or several', path: ['name'] });
 const statusBody = z.strictObject({ status: agentStatus });
 const servicesBody = z.strictObject({ services: z.array(z.string().max(64)).max(64) });
 
@@ -46,6 +47,7 @@ export const agentSchema = z.object({
   type: agentType,
   status: agentStatus,
   allowedServices: z.array(z.string()),
+  defaultDecision,
   key: z.object({ displaySuffix: z.string().nullable(), lastUsedAt: z.string().nullable() }),
   membership: z.object({ id: z.string(), role: memberRole, status: memberStatus, memberCount: z.number() }),
   connections: z.array(z.object({ service: z.string(), identityInfo })),
@@ -97,7 +99,7 @@ export async function agentsRoutes(fastify: FastifyInstance, options: { db: Data
   }, async (request) => agents.get(request.params.id, request.user!));
 
   app.put('/api/agents/:id', {
-    schema: { tags: ['agents'], summary: 'Update name and tags (owner)', params: agentIdParams, body: updateAgentBody, response: { 200: agentSchema } },
+    schema: { tags: ['agents'], summary: 'Update name, tags and default decision (owner)', params: agentIdParams, body: updateAgentBody, response: { 200: agentSchema } },
     onRequest,
   }, async (request) => agents.update(request.params.id, request.user!, request.body));
 

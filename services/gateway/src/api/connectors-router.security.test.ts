@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { schema } from '@portcullis/core';
-import { ACTORS, createApiHarness, signInRoleActors, withoutRequestId, type Actor, type ApiHarness, type RoleActors } from '../testing/index.ts';
+import { ACTORS, createApiHarness, expectedStatus, signInRoleActors, withoutRequestId, type Actor, type ApiHarness, type RoleActors } from '../testing/index.ts';
 
 /**
  * Every connectors route, run as anonymous, outsider, rejected member, pending member, approved
@@ -33,18 +33,6 @@ const ENDPOINTS: Endpoint[] = [
   { method: 'PUT', path: '/api/agents/:id/services/slack/credentials', payload: { clientId: 'attacker-app', clientSecret: 'attacker-secret', clearWebhookSecret: true }, access: 'owner', success: 200 },
   { method: 'DELETE', path: '/api/agents/:id/services/slack/credentials', access: 'owner', success: 204 },
 ];
-
-function expectedStatus(endpoint: Endpoint, actor: Actor): number {
-  if (actor === 'anonymous') return 401;
-  if (endpoint.access === 'signed-in') return endpoint.success;
-  switch (actor) {
-    case 'outsider':
-    case 'rejected': return 404;
-    case 'pending':
-    case 'member': return 403;
-    case 'owner': return endpoint.success;
-  }
-}
 
 let h: ApiHarness;
 let roles: RoleActors;
@@ -81,7 +69,7 @@ describe.each(ENDPOINTS)('$method $path', (endpoint) => {
       ...(cookieOf[actor] ? { cookie: cookieOf[actor] } : {}),
     });
     const res = await send(agentId);
-    const expected = expectedStatus(endpoint, actor);
+    const expected = expectedStatus(actor, endpoint.access, endpoint.success);
     expect(res.statusCode, res.body).toBe(expected);
     for (const secret of [CLIENT_SECRET, WEBHOOK_SECRET, 'attacker-secret', 'attacker-hook', 'sb1.']) expect(res.body).not.toContain(secret);
 

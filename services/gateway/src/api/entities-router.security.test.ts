@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asc, eq } from 'drizzle-orm';
 import { schema } from '@portcullis/core';
-import { ACTORS, createApiHarness, signInRoleActors, withoutRequestId, type Actor, type ApiHarness, type RoleActors } from '../testing/index.ts';
+import { ACTORS, createApiHarness, expectedStatus, signInRoleActors, withoutRequestId, type Actor, type ApiHarness, type RoleActors } from '../testing/index.ts';
 import { createEntityStore } from '../modules/entities/entity-store.ts';
 
 /**
@@ -22,17 +22,6 @@ const ENDPOINTS: Endpoint[] = [
   { path: '/api/agents/:id/entities/slack/channels', expected: ['C0001'] },
   { path: '/api/agents/:id/entities/slack/users', expected: [] },
 ];
-
-function expectedStatus(actor: Actor): number {
-  switch (actor) {
-    case 'anonymous': return 401;
-    case 'outsider':
-    case 'rejected': return 404;
-    case 'pending':
-    case 'member': return 403;
-    case 'owner': return 200;
-  }
-}
 
 let h: ApiHarness;
 let roles: RoleActors;
@@ -62,7 +51,7 @@ describe.each(ENDPOINTS)('GET $path', (endpoint) => {
     const before = await snapshot(agentId);
     const send = (id: string) => h.request({ method: 'GET', url: endpoint.path.replace(':id', id), ...(cookieOf[actor] ? { cookie: cookieOf[actor] } : {}) });
     const res = await send(agentId);
-    const expected = expectedStatus(actor);
+    const expected = expectedStatus(actor, 'owner', 200);
     expect(res.statusCode, res.body).toBe(expected);
     expect(await snapshot(agentId)).toEqual(before);
 

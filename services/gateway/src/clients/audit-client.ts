@@ -4,18 +4,27 @@ import {
   type MembersRequest, type MembersResponse, type QueryRequest, type QueryResponse, type StatsRequest, type StatsResponse,
 } from '@portcullis/core';
 
+/** `PolicyTriggersRequest` / `PolicyTriggersResponse` of `portcullis.audit.v1`. */
+export interface PolicyTriggersRequest { agentId: string; policyDbIds: string[] }
+export interface PolicyTriggersResponse { triggers: Array<{ policyDbId: string; count: number; lastTriggered: string }> }
+
 export interface AuditClient {
   query(request: QueryRequest): Promise<QueryResponse>;
   members(request: MembersRequest): Promise<MembersResponse>;
   stats(request: StatsRequest): Promise<StatsResponse>;
+  /** Per policy id that matched at least once: count and newest match. Short deadline: a list waits for it. */
+  policyTriggers(request: PolicyTriggersRequest): Promise<PolicyTriggersResponse>;
   close(): void;
 }
 
+/** The policies list degrades to `triggerCount: null` rather than wait longer than this (decision 012). */
+const POLICY_TRIGGERS_TIMEOUT_MS = 3_000;
+
 export function createAuditClient(address: string, timeoutMs = 30_000): AuditClient {
   const client = new AuditQueryService(address, grpc.credentials.createInsecure(), channelOptions);
-  const unary = <Req, Res>(method: string) => (request: Req) =>
+  const unary = <Req, Res>(method: string, deadlineMs = timeoutMs) => (request: Req) =>
     new Promise<Res>((resolve, reject) => {
-      client[method]!(request, { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, response: Res) => {
+      client[method]!(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, response: Res) => {
         if (err) reject(err);
         else resolve(response);
       });
@@ -24,6 +33,7 @@ export function createAuditClient(address: string, timeoutMs = 30_000): AuditCli
     query: unary<QueryRequest, QueryResponse>('Query'),
     members: unary<MembersRequest, MembersResponse>('Members'),
     stats: unary<StatsRequest, StatsResponse>('Stats'),
+    policyTriggers: unary<PolicyTriggersRequest, PolicyTriggersResponse>('PolicyTriggers', Math.min(timeoutMs, POLICY_TRIGGERS_TIMEOUT_MS)),
     close: () => client.close(),
   };
 }

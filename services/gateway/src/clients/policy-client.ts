@@ -1,23 +1,50 @@
 import * as grpc from '@grpc/grpc-js';
 import { channelOptions, PolicyDecisionService, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
 
+/** `PreviewRequest` / `PreviewResponse` of `portcullis.policy.v1` (camelCase, as proto-loader delivers them). */
+export interface PreviewRequest { agentId: string; draftJson: string }
+export interface PreviewResponse { cedar: string; errors: string[]; warnings: string[] }
+
+/** `SimulateRequest` / `SimulateResponse`; empty strings and 0 mean "not set". */
+export interface SimulateRequest { agentId: string; draftJson: string; replacePolicyId: string; from: string; to: string; limit: number }
+export interface SimulateResponse {
+  evaluated: number;
+  unchanged: number;
+  allowToDeny: number;
+  denyToAllow: number;
+  samples: Array<{ entryId: string; before: string; after: string; reason: string }>;
+  /** Entries read but not replayed; the window actually read. Absent from PDPs that predate them. */
+  skipped?: number;
+  from?: string;
+  to?: string;
+}
+
 export interface PolicyClient {
   /** A verdict from the PDP; rejects when the PDP cannot be reached in time. */
   authorize(request: AuthorizeRequest): Promise<AuthorizeResponse>;
+  /** Compiles a draft to Cedar without saving it; problems with the draft come back in `errors`. */
+  preview(request: PreviewRequest): Promise<PreviewResponse>;
+  /** Replays recent audit traffic against a draft; rejects with the PDP's gRPC status. */
+  simulate(request: SimulateRequest): Promise<SimulateResponse>;
   close(): void;
 }
 
+/** Replaying traffic reads up to 10,000 entries: it gets longer than a verdict. */
+const SIMULATE_TIMEOUT_FLOOR_MS = 30_000;
+
 export function createPolicyClient(address: string, timeoutMs: number): PolicyClient {
   const client = new PolicyDecisionService(address, grpc.credentials.createInsecure(), channelOptions);
-  return {
-    authorize(request) {
-      return new Promise((resolve, reject) => {
-        client.Authorize!(request, { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, response: AuthorizeResponse) => {
-          if (err) reject(err);
-          else resolve(response);
-        });
+  const unary = <Req, Res>(method: string, deadlineMs: number) => (request: Req) =>
+    new Promise<Res>((resolve, reject) => {
+      client[method]!(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, response: Res) => {
+        if (err) reject(err);
+        else resolve(response);
       });
-    },
+    });
+  return {
+    authorize: unary<AuthorizeRequest, AuthorizeResponse>('Authorize', timeoutMs),
+    preview: unary<PreviewRequest, PreviewResponse>('Preview', Math.max(timeoutMs, 5_000)),
+    simulate: unary<SimulateRequest, SimulateResponse>('Simulate', Math.max(timeoutMs, SIMULATE_TIMEOUT_FLOOR_MS)),
     close: () => client.close(),
   };
 }

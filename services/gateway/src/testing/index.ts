@@ -1,3 +1,3 @@
 export { createApiHarness, HARNESS_ORIGIN, type ApiHarness } from './api-harness.ts';
 export { latestMail, readOutbox, type OutboxMessage } from './outbox.ts';
-export { ACTORS, signInRoleActors, withoutRequestId, type Actor, type RoleActors } from './role-actors.ts';
+export { ACTORS, expectedStatus, signInRoleActors, withoutRequestId, type Actor, type RoleActors } from './role-actors.ts';

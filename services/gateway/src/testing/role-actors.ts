@@ -6,6 +6,24 @@ import type { ApiHarness } from './api-harness.ts';
 export type Actor = 'anonymous' | 'outsider' | 'rejected' | 'pending' | 'member' | 'owner';
 export const ACTORS: Actor[] = ['anonymous', 'outsider', 'rejected', 'pending', 'member', 'owner'];
 
+/**
+ * What an agent-scoped route answers each actor: anonymous 401 (before anything is parsed),
+ * outsiders and rejected members a 404 like a missing agent's, and members 403 on owner-only
+ * routes (`any-member`: every member not rejected, pending included); whoever may call it gets
+ * `success`. A `signed-in` route (not agent-scoped) answers every signed-in user.
+ */
+export function expectedStatus(actor: Actor, access: 'owner' | 'any-member' | 'signed-in', success: number): number {
+  if (actor !== 'anonymous' && access === 'signed-in') return success;
+  switch (actor) {
+    case 'anonymous': return 401;
+    case 'outsider':
+    case 'rejected': return 404;
+    case 'pending':
+    case 'member': return access === 'owner' ? 403 : success;
+    case 'owner': return success;
+  }
+}
+
 export interface RoleActors {
   email: Record<Exclude<Actor, 'anonymous'>, string>;
   /** Session cookies of every signed-in actor (anonymous has none). */

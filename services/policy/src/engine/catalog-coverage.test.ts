@@ -1,12 +1,13 @@
 import { connectors, TIERS } from '@portcullis/core';
 import { describe, expect, it } from 'vitest';
+import { validatePolicyStrict } from './cedar-schema.ts';
 import { compilePolicy, type StoredPolicyRecord } from './compile.ts';
 import { evaluate, type AuthorizeInput } from './evaluate.ts';
 import { preparePolicySet } from './prepared-set.ts';
 
 const AGENT_ID = '00000000-0000-4000-8000-0000000000c0';
 const member = { id: 'm1', role: 'member', status: 'approved', email: 'm1@example.com' };
-const allTools = connectors.flatMap((c) => c.tools.map((t) => ({ service: c.key, tool: t.name, tier: t.tier })));
+const allTools = connectors.flatMap((c) => c.tools.map((t) => ({ service: c.key, tool: t.name, tier: t.tier, params: Object.keys(t.params) })));
 
 function record(policyKey: string, service: string, selection: { tools?: string[]; tiers?: string[] }): StoredPolicyRecord {
   return {
@@ -25,13 +26,48 @@ describe('the whole catalog', () => {
     expect(allTools).toHaveLength(281);
   });
 
-  it('compiles every tool in a policy that names it', () => {
+  it('compiles every tool in a policy that names it, and the policy validates in strict mode', () => {
     for (const { service, tool } of allTools) {
       const compiled = compilePolicy(record(`${service}.${tool}`, service, { tools: [tool] }), { mode: 'authoring' });
       expect(compiled.errors, `${service}/${tool}`).toEqual([]);
       expect(compiled.warnings, `${service}/${tool}`).toEqual([]);
       expect(compiled.cedar).toContain(`action == `);
+      // Authoring validated it already; said again so this test cannot pass without Cedar's validator.
+      expect(validatePolicyStrict(service, `${service}.${tool}`, compiled.cedar), `${service}/${tool}`).toEqual({ errors: [], warnings: [] });
     }
+  });
+
+  it('validates every tool in strict mode with every kind of condition (context, resources, arguments)', () => {
+    for (const { service, tool, params } of allTools) {
+      const args = params.length > 0
+        ? [{ path: params[0]!, op: 'equals', value: 'x' }, { path: params[0]!, op: 'oneOf', values: ['x', 1, true] }, { path: params[0]!, op: 'prefix', value: 'x*' }, { path: params[0]!, op: 'regex', pattern: '^x' }]
+        : undefined;
+      const compiled = compilePolicy({
+        ...record(`${service}.${tool}`, service, { tools: [tool] }),
+        conditions: {
+          timeWindow: { days: ['mon', 'sun'], start: '22:00', end: '06:00', timeZone: 'Europe/Paris' },
+          sessionLimit: { maxCalls: 3 },
+          resources: { match: 'not_in', ids: ['a', 'b/c'] },
+          ...(args ? { args } : {}),
+        },
+      }, { mode: 'authoring' });
+      expect(compiled.errors, `${service}/${tool}`).toEqual([]);
+      expect(compiled.warnings, `${service}/${tool}`).toEqual([]);
+    }
+  });
+
+  it('validates a tier policy for each tier of each connector in strict mode', () => {
+    let checked = 0;
+    for (const c of connectors) {
+      for (const tier of TIERS.filter((t) => c.tools.some((tool) => tool.tier === t))) {
+        const compiled = compilePolicy(record(`${c.key}.${tier}`, c.key, { tiers: [tier] }), { mode: 'authoring' });
+        expect(compiled.errors, `${c.key}/${tier}`).toEqual([]);
+        expect(compiled.warnings, `${c.key}/${tier}`).toEqual([]);
+        expect(validatePolicyStrict(c.key, `${c.key}.${tier}`, compiled.cedar), `${c.key}/${tier}`).toEqual({ errors: [], warnings: [] });
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(40);
   });
 
   it('denies each tool by exactly the one policy naming it, in one set of 281 policies', () => {

@@ -108,10 +108,13 @@ describe('compilePolicy', () => {
     expect(nobody.cedar).toContain('when { false }');
   });
 
-  it('warns that conditions are not enforced yet', () => {
-    expect(compilePolicy({ ...base, conditions: { timeWindow: {} } }).warnings).toEqual([
-      'conditions (timeWindow) are not enforced yet; the policy applies without them',
-    ]);
+  it('refuses malformed conditions in both modes, naming each field (conditions.test.ts has the rest)', () => {
+    for (const mode of ['authoring', 'serving'] as const) {
+      const result = compilePolicy({ ...base, conditions: { timeWindow: { days: ['mon'], start: '09:00', end: '17:00', timeZone: 'Mars/Olympus' } } }, { mode });
+      expect(result.cedar).toBe('');
+      expect(result.errors).toEqual(['conditions.timeWindow.timeZone: must be an IANA time zone, e.g. Europe/Paris']);
+    }
+    expect(compilePolicy({ ...base, conditions: {} })).toEqual(compilePolicy(base));
   });
 });
 

@@ -1,5 +1,7 @@
 import { actionUid, cedarNamespace, getConnector, PRINCIPAL_TYPE, type schema, type Tier } from '@portcullis/core';
+import { validatePolicyStrict } from './cedar-schema.ts';
 import { cedarLiteral, entityUidText } from './cedar-text.ts';
+import { compileConditions, type ConditionNeeds } from './conditions.ts';
 
 /**
  * Policy records → Cedar (pure). One record compiles to one Cedar policy annotated with
@@ -22,8 +24,11 @@ export interface PolicyRecordInput {
   principal: PolicyPrincipal;
   denyMessage?: string | null;
   enabled?: boolean;
-  /** Time windows, session limits, resource and argument matches: not compiled yet. */
-  conditions?: Record<string, unknown>;
+  /**
+   * Time window, session limit, resource and argument matches (`policyConditionsSchema` of
+   * `@portcullis/core`); every one present must hold for the policy to apply. `{}`/null = none.
+   */
+  conditions?: Record<string, unknown> | null;
 }
 
 /** A row of `policies`: the record plus the ids audit entries cite. */
@@ -55,7 +60,7 @@ export const BASE_POLICY_KEY = 'portcullis.base';
 /** Denies every call of a member whose status is not `approved` (pending, rejected…). */
 export const MEMBER_NOT_APPROVED_POLICY_KEY = 'portcullis.member-not-approved';
 
-/** Cedar text of the built-in policies, by id. */
+/** Cedar text of the built-in policies, by id (the base permit only when the agent allows by default). */
 export const BUILTIN_POLICIES: Readonly<Record<string, string>> = {
   [BASE_POLICY_KEY]: `@id(${cedarLiteral(BASE_POLICY_KEY)})\npermit (principal, action, resource);`,
   [MEMBER_NOT_APPROVED_POLICY_KEY]:
@@ -80,20 +85,35 @@ export interface CompiledPolicyParts {
   /** The tools it applies to, in catalog order (tiers expanded). */
   tools: readonly string[];
   principalScope: string;
-  /** The resource scope; always `resource` until resource conditions exist. */
+  /** The resource scope; always `resource` (resource conditions are clauses). */
   resourceScope: string;
   /**
    * Every `when { … }` / `unless { … }` clause, in order. All conditions go here (time
-   * windows and argument matches included, when they come): {@link readsOnlyPrincipalAndAction}
+   * windows, session limits, resources, arguments): {@link readsOnlyPrincipalAndAction}
    * reads them to know whether a decision may be memoized.
    */
   clauses: string[];
+  /** What the decision point must compute into the context for the conditions; undefined = none. */
+  needs?: ConditionNeeds | undefined;
 }
 
-/** Compiles one record (enabled or not) to its Cedar policy, with what is wrong with it. */
+/**
+ * Compiles one record (enabled or not) to its Cedar policy, with what is wrong with it. In
+ * authoring mode the policy is also validated in Cedar's strict mode against the catalog's
+ * schema; its errors (`cedar: …`) make the record unusable, its warnings are passed on.
+ */
 export function compilePolicy(record: PolicyRecordInput, options: { mode?: CompileMode } = {}): PolicyCompilation {
-  const { parts, errors, warnings } = compilePolicyParts(record, options.mode ?? 'authoring');
-  return { policyKey: typeof record.policyKey === 'string' ? record.policyKey : '', cedar: parts ? renderPolicy(parts) : '', errors, warnings };
+  const mode = options.mode ?? 'authoring';
+  const { parts, errors, warnings } = compilePolicyParts(record, mode);
+  const policyKey = typeof record.policyKey === 'string' ? record.policyKey : '';
+  if (!parts) return { policyKey, cedar: '', errors, warnings };
+  const cedar = renderPolicy(parts);
+  if (mode === 'authoring') {
+    const validation = validatePolicyStrict(record.service, policyKey, cedar);
+    warnings.push(...validation.warnings);
+    if (validation.errors.length > 0) return { policyKey, cedar: '', errors: [...errors, ...validation.errors], warnings };
+  }
+  return { policyKey, cedar, errors, warnings };
 }
 
 /** The parts of a record's policy, or undefined with `errors` saying why there are none. */
@@ -109,9 +129,7 @@ export function compilePolicyParts(record: PolicyRecordInput, mode: CompileMode)
 
   const tools = selectTools(record, errors, mismatch);
   const principal = compilePrincipal(record.principal, errors, mismatch);
-  if (record.conditions && typeof record.conditions === 'object' && Object.keys(record.conditions).length > 0) {
-    warnings.push(`conditions (${Object.keys(record.conditions).sort().join(', ')}) are not enforced yet; the policy applies without them`);
-  }
+  const conditions = compileConditions({ policyKey, service: record.service, tools, conditions: record.conditions }, errors, mismatch);
   if (errors.length > 0) return { parts: undefined, errors, warnings };
   return {
     parts: {
@@ -121,7 +139,8 @@ export function compilePolicyParts(record: PolicyRecordInput, mode: CompileMode)
       tools,
       principalScope: principal.scope,
       resourceScope: 'resource',
-      clauses: principal.clause ? [principal.clause] : [],
+      clauses: [...(principal.clause ? [principal.clause] : []), ...conditions.clauses],
+      needs: conditions.needs,
     },
     errors,
     warnings,
@@ -149,7 +168,7 @@ export function renderPolicy(parts: CompiledPolicyParts, onlyTool?: string): str
  * wrongly true. Such decisions can be memoized per member.
  */
 export function readsOnlyPrincipalAndAction(parts: CompiledPolicyParts): boolean {
-  return parts.resourceScope === 'resource' && !parts.clauses.some((c) => /\b(context|resource)\b/.test(c));
+  return parts.resourceScope === 'resource' && parts.needs === undefined && !parts.clauses.some((c) => /\b(context|resource)\b/.test(c));
 }
 
 /** Raised by {@link compilePolicyText} when a record cannot be compiled; `errors` says why. */
@@ -183,8 +202,15 @@ export interface PolicyMeta {
   builtIn: boolean;
 }
 
+/**
+ * What a call no policy decides gets: `allow` (the base permit is in the set: "no forbid
+ * matched" = ALLOW) or `deny` (no base permit: only permit records let calls through).
+ */
+export type DefaultDecision = 'allow' | 'deny';
+
 /** An agent's policy set, compiled. */
 export interface AgentPolicySource {
+  defaultDecision: DefaultDecision;
   policies: Map<string, PolicyMeta>;
   /** The records' parts that apply to each action, by action uid (`GithubMCP::Action::"x"`), in key order. */
   partsByAction: Map<string, CompiledPolicyParts[]>;
@@ -193,10 +219,15 @@ export interface AgentPolicySource {
   warnings: string[];
 }
 
-/** The built-in policies plus every enabled record, compiled in serving mode. */
-export function compileAgentPolicySet(records: readonly StoredPolicyRecord[]): AgentPolicySource {
+/**
+ * The built-in policies plus every enabled record, compiled in serving mode. With
+ * `defaultDecision: 'deny'` the base permit is left out.
+ */
+export function compileAgentPolicySet(records: readonly StoredPolicyRecord[], options: { defaultDecision?: DefaultDecision } = {}): AgentPolicySource {
+  const defaultDecision = options.defaultDecision === 'deny' ? 'deny' : 'allow';
   const policies = new Map<string, PolicyMeta>();
   for (const [policyKey, name] of Object.entries(BUILTIN_POLICY_NAMES)) {
+    if (policyKey === BASE_POLICY_KEY && defaultDecision === 'deny') continue;
     policies.set(policyKey, { policyKey, name, effect: policyKey === BASE_POLICY_KEY ? 'permit' : 'forbid', policyId: '', versionId: '', denyMessage: null, builtIn: true });
   }
   const partsByAction = new Map<string, CompiledPolicyParts[]>();
@@ -231,7 +262,7 @@ export function compileAgentPolicySet(records: readonly StoredPolicyRecord[]): A
       builtIn: false,
     });
   }
-  return { policies, partsByAction, errors, warnings };
+  return { defaultDecision, policies, partsByAction, errors, warnings };
 }
 
 /** Code-unit order: the same everywhere, unlike `localeCompare`. */

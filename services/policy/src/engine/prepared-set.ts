@@ -2,8 +2,8 @@ import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { AGENT_TYPE, type AuthorizeResponse } from '@portcullis/core';
 import type { CatalogAction } from './action-index.ts';
 import {
-  BUILTIN_POLICIES, compileAgentPolicySet, readsOnlyPrincipalAndAction, renderPolicy,
-  type CompiledPolicyParts, type PolicyMeta, type StoredPolicyRecord,
+  BASE_POLICY_KEY, BUILTIN_POLICIES, compileAgentPolicySet, readsOnlyPrincipalAndAction, renderPolicy,
+  type CompiledPolicyParts, type DefaultDecision, type PolicyMeta, type StoredPolicyRecord,
 } from './compile.ts';
 
 /** Everything the decision point reads about one agent, as the store delivers it. */
@@ -15,6 +15,8 @@ export interface AgentPolicySnapshot {
   policyVersion: number;
   /** The agent's policies; disabled ones are skipped. */
   policies: readonly StoredPolicyRecord[];
+  /** `agents.default_decision`; absent = `allow`. With `deny`, only permit records let calls through. */
+  defaultDecision?: DefaultDecision;
 }
 
 /** What a verdict says apart from the names of the call (principal, action, resource). */
@@ -38,22 +40,65 @@ export interface ActionPolicySet {
    * change until the set does, and asking again would only cost time. Undefined otherwise.
    */
   readonly memo: Map<string, MemberOutcome> | undefined;
+  /** What the decision point computes into the context for the set's conditions; undefined = nothing. */
+  readonly conditions: ActionConditions | undefined;
+}
+
+/** The union of the conditions' needs of one action set, ready to evaluate. */
+export interface ActionConditions {
+  /** Distinct IANA zones read through `context.clock`. */
+  readonly timeZones: readonly string[];
+  /** Distinct argument paths read through `context.args`. */
+  readonly argPaths: readonly string[];
+  /** Regex rules, each answered in `context.matches`. */
+  readonly regexRules: ReadonlyArray<{ readonly tag: string; readonly path: string; readonly regexp: RegExp }>;
+  /** Keys of the session-limited policies: their counts go in `context.session`, and an ALLOW is recorded for them. */
+  readonly limitedKeys: readonly string[];
 }
 
 /** Most members remembered per action; past it the memo starts over. */
 const MEMO_MAX_MEMBERS = 10_000;
 
-/** Cedar id of the set holding only the built-in policies: shared by every action no record names. */
-const BUILTINS_ONLY_SET_ID = 'portcullis.builtins';
-let builtinsOnlyReady = false;
+/** Cedar ids of the sets holding only the built-in policies: shared by every action no record names. */
+const BUILTINS_ONLY_SET_IDS: Readonly<Record<DefaultDecision, string>> = { allow: 'portcullis.builtins', deny: 'portcullis.builtins.deny-by-default' };
+const builtinsOnlyReady = new Set<DefaultDecision>();
 
-function builtinsOnlySet(): string {
-  if (!builtinsOnlyReady) {
-    const answer = cedar.preparsePolicySet(BUILTINS_ONLY_SET_ID, { staticPolicies: { ...BUILTIN_POLICIES } });
+/** The built-in policies of an agent set: without the base permit when it denies by default. */
+function builtinPolicies(defaultDecision: DefaultDecision): Record<string, string> {
+  const policies: Record<string, string> = { ...BUILTIN_POLICIES };
+  if (defaultDecision === 'deny') delete policies[BASE_POLICY_KEY];
+  return policies;
+}
+
+function builtinsOnlySet(defaultDecision: DefaultDecision): string {
+  const id = BUILTINS_ONLY_SET_IDS[defaultDecision];
+  if (!builtinsOnlyReady.has(defaultDecision)) {
+    const answer = cedar.preparsePolicySet(id, { staticPolicies: builtinPolicies(defaultDecision) });
     if (answer.type === 'failure') throw new Error(`built-in policies do not parse: ${answer.errors.map((e) => e.message).join('; ')}`);
-    builtinsOnlyReady = true;
+    builtinsOnlyReady.add(defaultDecision);
   }
-  return BUILTINS_ONLY_SET_ID;
+  return id;
+}
+
+function isBuiltinsOnlySet(cedarId: string): boolean {
+  return cedarId === BUILTINS_ONLY_SET_IDS.allow || cedarId === BUILTINS_ONLY_SET_IDS.deny;
+}
+
+/** The union of what `parts` need in the context; undefined when none has conditions. */
+function actionConditions(parts: readonly CompiledPolicyParts[]): ActionConditions | undefined {
+  if (parts.every((p) => p.needs === undefined)) return undefined;
+  const timeZones = new Set<string>();
+  const argPaths = new Set<string>();
+  const regexRules: Array<{ tag: string; path: string; regexp: RegExp }> = [];
+  const limitedKeys: string[] = [];
+  for (const p of parts) {
+    if (!p.needs) continue;
+    for (const zone of p.needs.timeZones) timeZones.add(zone);
+    for (const path of p.needs.argPaths) argPaths.add(path);
+    for (const rule of p.needs.regexRules) regexRules.push({ tag: rule.tag, path: rule.path, regexp: new RegExp(rule.pattern, 'u') });
+    if (p.needs.sessionLimit !== undefined) limitedKeys.push(p.policyKey);
+  }
+  return { timeZones: [...timeZones], argPaths: [...argPaths], regexRules, limitedKeys };
 }
 
 /**
@@ -80,13 +125,16 @@ export class PreparedPolicySet {
   readonly agentEntity: cedar.EntityJson;
   /** Records that compiled with a caveat (a tool the catalog no longer has…). */
   readonly warnings: readonly string[];
+  /** `deny`: no base permit; a call no permit matches is denied. */
+  readonly defaultDecision: DefaultDecision;
 
   readonly #partsByAction: ReadonlyMap<string, CompiledPolicyParts[]>;
   readonly #actionSets = new Map<string, ActionPolicySet>();
   #released = false;
 
   constructor(snapshot: AgentPolicySnapshot, preparsedId: string) {
-    const source = compileAgentPolicySet(snapshot.policies);
+    const source = compileAgentPolicySet(snapshot.policies, { defaultDecision: snapshot.defaultDecision ?? 'allow' });
+    this.defaultDecision = source.defaultDecision;
     this.agentId = snapshot.agentId;
     this.agentStatus = snapshot.agentStatus;
     this.policyVersion = snapshot.policyVersion;
@@ -107,16 +155,24 @@ export class PreparedPolicySet {
     const parts = this.#partsByAction.get(action.uid);
     if (!parts) {
       // The built-ins read only the principal's attributes.
-      const shared: ActionPolicySet = { cedarId: builtinsOnlySet(), memo: new Map() };
+      const shared: ActionPolicySet = { cedarId: builtinsOnlySet(this.defaultDecision), memo: new Map(), conditions: undefined };
       this.#actionSets.set(action.uid, shared);
       return shared;
     }
-    const staticPolicies: Record<string, string> = { ...BUILTIN_POLICIES };
+    const staticPolicies = builtinPolicies(this.defaultDecision);
     for (const p of parts) staticPolicies[p.policyKey] = renderPolicy(p, action.entity.id);
     const cedarId = `${this.preparsedId}/${action.uid}`;
     const answer = cedar.preparsePolicySet(cedarId, { staticPolicies });
     if (answer.type === 'failure') return { failure: `the agent's policies cannot be parsed: ${answer.errors.map((e) => e.message).join('; ')}` };
-    const actionSet: ActionPolicySet = { cedarId, memo: parts.every(readsOnlyPrincipalAndAction) ? new Map() : undefined };
+    let conditions: ActionConditions | undefined;
+    try {
+      conditions = actionConditions(parts);
+    } catch (err) {
+      return { failure: `the agent's policies cannot be used: ${err instanceof Error ? err.message : String(err)}` };
+    }
+    // Conditions read the context (time, arguments, counters): such outcomes are never remembered.
+    const memo = conditions === undefined && parts.every(readsOnlyPrincipalAndAction) ? new Map<string, MemberOutcome>() : undefined;
+    const actionSet: ActionPolicySet = { cedarId, memo, conditions };
     this.#actionSets.set(action.uid, actionSet);
     return actionSet;
   }
@@ -128,7 +184,7 @@ export class PreparedPolicySet {
   release(): void {
     this.#released = true;
     for (const { cedarId } of this.#actionSets.values()) {
-      if (cedarId !== BUILTINS_ONLY_SET_ID) cedar.preparsePolicySet(cedarId, { staticPolicies: {} });
+      if (!isBuiltinsOnlySet(cedarId)) cedar.preparsePolicySet(cedarId, { staticPolicies: {} });
     }
     this.#actionSets.clear();
   }

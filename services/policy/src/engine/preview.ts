@@ -16,7 +16,8 @@ export const policyDraftSchema = z.strictObject({
     z.strictObject({ type: z.literal('all_members') }),
     z.strictObject({ type: z.literal('members'), ids: z.array(z.string().min(1)) }),
   ]),
-  conditions: z.record(z.string(), z.unknown()).optional(),
+  /** Checked field by field when the draft compiles (`policyConditionsSchema`), so its errors carry `conditions.…` paths. */
+  conditions: z.record(z.string(), z.unknown()).nullable().optional(),
   denyMessage: z.string().nullable().optional(),
   enabled: z.boolean().optional(),
 });
@@ -34,8 +35,9 @@ export interface PolicyPreview {
 export const DRAFT_POLICY_KEY = 'draft';
 
 /**
- * Compiles a draft (any JSON value) to Cedar without saving it: shape problems and catalog
- * mismatches come back as `errors`, one per problem, each naming the field.
+ * Compiles a draft (any JSON value) to Cedar without saving it: shape problems, catalog
+ * mismatches and Cedar's strict validation against the catalog schema come back as
+ * `errors`, one per problem, each naming the field (`conditions.args.0.path: …`, `cedar: …`).
  */
 export function compilePreview(draft: unknown): PolicyPreview {
   const parsed = policyDraftSchema.safeParse(draft);

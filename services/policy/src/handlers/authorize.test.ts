@@ -13,8 +13,13 @@ const request: AuthorizeRequest = {
 describe('readAuthorizeRequest', () => {
   it('reads the wire request into an evaluation input', () => {
     expect(readAuthorizeRequest(request, () => 0)).toEqual({
-      agentId: 'a', member: request.member, service: 'github', tool: 'get_me', args: { owner: 'acme' }, nowMs: 1_700_000_000_123,
+      agentId: 'a', member: request.member, service: 'github', tool: 'get_me', args: { owner: 'acme' }, nowMs: 1_700_000_000_123, sessionId: '',
     });
+  });
+
+  it('adds the clock offset to the instant, from now_ms or from the clock, and keeps the session id', () => {
+    expect(readAuthorizeRequest({ ...request, sessionId: 's-1' }, () => 0, 3_600_000)).toMatchObject({ nowMs: 1_700_003_600_123, sessionId: 's-1' });
+    expect(readAuthorizeRequest({ ...request, nowMs: 0 }, () => 1_000, -400)).toMatchObject({ nowMs: 600 });
   });
 
   it('takes the clock when now_ms is 0, and empty arguments when there are none', () => {

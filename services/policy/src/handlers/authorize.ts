@@ -2,13 +2,21 @@ import type * as grpc from '@grpc/grpc-js';
 import type { AuthorizeRequest, AuthorizeResponse } from '@portcullis/core';
 import { denyWithoutPolicySet, evaluate, UNKNOWN_AGENT_REASON, type AuthorizeInput, type Verdict } from '../engine/evaluate.ts';
 import type { PolicyCache } from '../engine/policy-cache.ts';
+import type { SessionCounters } from '../engine/session-counters.ts';
 import { PolicyServiceError } from '../errors.ts';
 import { toGrpcError } from './grpc-status.ts';
 
 export interface AuthorizeHandlerDeps {
   cache: Pick<PolicyCache, 'peek' | 'load'>;
+  /** Allowed-call counters of session limits, shared by every call this process judges. */
+  sessions: SessionCounters;
   /** Clock used when a request carries no `now_ms`. */
   now?: () => number;
+  /**
+   * Added to the evaluation instant, whether it came from `now_ms` or the clock
+   * (`POLICY_CLOCK_OFFSET_MS`, tests only: refused in production). Default 0.
+   */
+  clockOffsetMs?: number;
 }
 
 /**
@@ -18,33 +26,38 @@ export interface AuthorizeHandlerDeps {
  */
 export function createAuthorizeHandler(deps: AuthorizeHandlerDeps): grpc.handleUnaryCall<AuthorizeRequest, AuthorizeResponse> {
   const now = deps.now ?? Date.now;
+  const clockOffsetMs = deps.clockOffsetMs ?? 0;
+  const options = { sessions: deps.sessions };
   return (call, callback) => {
     let input: AuthorizeInput;
     let minVersion: number;
     let verdict: Verdict | undefined;
     try {
-      input = readAuthorizeRequest(call.request, now);
+      input = readAuthorizeRequest(call.request, now, clockOffsetMs);
       minVersion = Math.max(0, Number(call.request.policyVersion) || 0);
       const cached = deps.cache.peek(input.agentId, minVersion);
-      if (cached) verdict = evaluate(cached, input);
+      if (cached) verdict = evaluate(cached, input, options);
     } catch (err) {
       return callback(toGrpcError(err));
     }
     if (verdict) return callback(null, verdict);
     void deps.cache.load(input.agentId, minVersion)
-      .then((set) => (set ? evaluate(set, input) : denyWithoutPolicySet(input, UNKNOWN_AGENT_REASON)))
+      .then((set) => (set ? evaluate(set, input, options) : denyWithoutPolicySet(input, UNKNOWN_AGENT_REASON)))
       .then((loaded) => callback(null, loaded), (err: unknown) => callback(toGrpcError(err)));
   };
 }
 
-/** Reads and checks the wire request; throws `PolicyServiceError('invalid_request')` naming the bad field. */
-export function readAuthorizeRequest(request: AuthorizeRequest, now: () => number): AuthorizeInput {
+/**
+ * Reads and checks the wire request; throws `PolicyServiceError('invalid_request')` naming the
+ * bad field. The evaluation instant is `now_ms` (else the clock) plus `clockOffsetMs`.
+ */
+export function readAuthorizeRequest(request: AuthorizeRequest, now: () => number, clockOffsetMs = 0): AuthorizeInput {
   const member = request.member;
   if (!request.agentId) throw invalid('agent_id is required');
   if (!member?.id) throw invalid('member.id is required');
   if (!request.service) throw invalid('service is required');
   if (!request.tool) throw invalid('tool is required');
-  const nowMs = Number(request.nowMs) > 0 ? Math.trunc(Number(request.nowMs)) : Math.trunc(now());
+  const nowMs = (Number(request.nowMs) > 0 ? Math.trunc(Number(request.nowMs)) : Math.trunc(now())) + clockOffsetMs;
   return {
     agentId: request.agentId,
     member: { id: member.id, role: member.role ?? '', status: member.status ?? '', email: member.email ?? '' },
@@ -52,6 +65,7 @@ export function readAuthorizeRequest(request: AuthorizeRequest, now: () => numbe
     tool: request.tool,
     args: parseToolArgs(request.toolArgsJson),
     nowMs,
+    sessionId: request.sessionId ?? '',
   };
 }
 

@@ -1,13 +1,22 @@
 import type * as grpc from '@grpc/grpc-js';
-import { PolicyServiceError } from '../errors.ts';
+import { simulate, type SimulateInput, type SimulationDeps, type SimulationResult } from '../simulation/simulate.ts';
 import { toGrpcError } from './grpc-status.ts';
 
+/** `SimulateRequest` as proto-loader delivers it. */
+export type SimulateRequest = SimulateInput;
+/** `SimulateResponse`. */
+export type SimulateResponse = SimulationResult;
+
 /**
- * `Simulate`: replaying audit traffic against a draft is not served by this version (it
- * arrives with the policy-conditions work); answers UNIMPLEMENTED, which callers can tell
- * apart from an outage.
+ * `Simulate`: replays the agent's recent audit entries against its current policies and
+ * against them with the draft (`simulation/simulate.ts`). INVALID_ARGUMENT for a bad request
+ * or draft; UNAVAILABLE when the audit service (or Postgres) cannot be read or is not configured.
  */
-export function createSimulateHandler(): grpc.handleUnaryCall<unknown, never> {
-  return (_call, callback) =>
-    callback(toGrpcError(new PolicyServiceError('not_implemented', 'Simulate is not implemented yet: replaying audit traffic against a draft comes with policy conditions')));
+export function createSimulateHandler(deps: SimulationDeps): grpc.handleUnaryCall<SimulateRequest, SimulateResponse> {
+  return (call, callback) => {
+    void simulate(deps, call.request).then(
+      (result) => callback(null, result),
+      (err: unknown) => callback(toGrpcError(err)),
+    );
+  };
 }

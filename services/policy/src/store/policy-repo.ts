@@ -6,7 +6,7 @@ import { PolicyServiceError } from '../errors.ts';
 /** Reads what the decision point needs from Postgres. */
 export interface PolicyRepo {
   /**
-   * The agent's status, `policy_version` and enabled policies; undefined when there is no
+   * The agent's status, `policy_version`, default decision and enabled policies; undefined when there is no
    * such agent. Throws `PolicyServiceError('unavailable')` when the database fails.
    */
   loadAgentPolicies(agentId: string): Promise<AgentPolicySnapshot | undefined>;
@@ -24,7 +24,7 @@ export function createPolicyRepo(db: Database): PolicyRepo {
         // policy rows, so at worst this labels newer policies with an older version and the
         // change event that follows reloads them; never older policies with a newer version.
         const [agent] = await db
-          .select({ status: schema.agents.status, policyVersion: schema.agents.policyVersion })
+          .select({ status: schema.agents.status, policyVersion: schema.agents.policyVersion, defaultDecision: schema.agents.defaultDecision })
           .from(schema.agents)
           .where(eq(schema.agents.id, agentId));
         if (!agent) return undefined;
@@ -45,7 +45,14 @@ export function createPolicyRepo(db: Database): PolicyRepo {
           })
           .from(schema.policies)
           .where(and(eq(schema.policies.agentId, agentId), eq(schema.policies.enabled, true)));
-        return { agentId, agentStatus: agent.status, policyVersion: agent.policyVersion, policies: rows };
+        return {
+          agentId,
+          agentStatus: agent.status,
+          policyVersion: agent.policyVersion,
+          // Anything but an explicit 'deny' keeps the spec's default: no forbid matched = ALLOW.
+          defaultDecision: agent.defaultDecision === 'deny' ? 'deny' : 'allow',
+          policies: rows,
+        };
       } catch (err) {
         throw new PolicyServiceError('unavailable', 'The policy store cannot be read', { cause: err });
       }

@@ -115,9 +115,16 @@ export function createAgentRepo(db: Database) {
       });
     },
 
-    /** Applies a change to the agent row; undefined when the agent is gone (deleted concurrently). */
-    async update(agentId: string, change: Partial<Pick<AgentRow, 'name' | 'tags' | 'status' | 'allowedServices'>>): Promise<AgentRow | undefined> {
-      const [row] = await db.update(agents).set({ ...change, updatedAt: new Date() }).where(eq(agents.id, agentId)).returning();
+    /**
+     * Applies a change to the agent row (with `bumpPolicyVersion`, also `policy_version + 1`,
+     * in the same statement); undefined when the agent is gone (deleted concurrently).
+     */
+    async update(agentId: string, change: Partial<Pick<AgentRow, 'name' | 'tags' | 'status' | 'allowedServices' | 'defaultDecision'>>, options: { bumpPolicyVersion?: boolean } = {}): Promise<AgentRow | undefined> {
+      const [row] = await db.update(agents).set({
+        ...change,
+        ...(options.bumpPolicyVersion ? { policyVersion: sql`${agents.policyVersion} + 1` } : {}),
+        updatedAt: new Date(),
+      }).where(eq(agents.id, agentId)).returning();
       return row;
     },
 

@@ -10,6 +10,8 @@ export interface AgentView {
   type: 'standard' | 'trusted';
   status: 'active' | 'disabled';
   allowedServices: string[];
+  /** What a call no policy decides gets (`allow`: the spec's "no forbid policy matched"). */
+  defaultDecision: 'allow' | 'deny';
   /** The caller's own current key; both fields null when the caller has none. */
   key: { displaySuffix: string | null; lastUsedAt: string | null };
   /** The caller's own membership, and how many approved members the agent has. */
@@ -42,6 +44,7 @@ function toView({ agent, membership }: AgentWithMembership, facts: AgentFacts): 
     type: agent.type,
     status: agent.status,
     allowedServices: agent.allowedServices,
+    defaultDecision: agent.defaultDecision,
     key: { displaySuffix: key?.displaySuffix ?? null, lastUsedAt: key?.lastUsedAt?.toISOString() ?? null },
     membership: { id: membership.id, role: membership.role, status: membership.status, memberCount: facts.memberCount.get(agent.id) ?? 0 },
     connections: (facts.connections.get(membership.id) ?? []).map((c) => ({ service: c.service, identityInfo: c.identityInfo })),
@@ -89,9 +92,13 @@ export function createAgentService(deps: { db: Database; bus: Pick<Bus, 'publish
 
   async function changeAsOwner(agentId: string, user: SignedIn, change: Parameters<typeof repo.update>[1]): Promise<AgentView> {
     const access = await ownerAccess(agentId, user);
-    const agent = await repo.update(agentId, change);
+    // A new default decision changes what the policy set decides: like a policy edit, it
+    // bumps policy_version (so the PDP refuses a stale cached set) and says policy.changed.
+    const decisionChanged = change.defaultDecision !== undefined && change.defaultDecision !== access.agent.defaultDecision;
+    const agent = await repo.update(agentId, change, { bumpPolicyVersion: decisionChanged });
     if (!agent) throw new ApiError('not_found', 'Agent not found.');
     deps.bus.publishChange({ kind: 'agent.changed', agentId });
+    if (decisionChanged) deps.bus.publishChange({ kind: 'policy.changed', agentId, policyVersion: agent.policyVersion });
     return viewOf({ agent, membership: access.membership });
   }
 
@@ -112,10 +119,11 @@ export function createAgentService(deps: { db: Database; bus: Pick<Bus, 'publish
       return viewOf(access);
     },
 
-    async update(agentId: string, user: SignedIn, input: { name?: string | undefined; tags?: string[] | undefined }): Promise<AgentView> {
+    async update(agentId: string, user: SignedIn, input: { name?: string | undefined; tags?: string[] | undefined; defaultDecision?: 'allow' | 'deny' | undefined }): Promise<AgentView> {
       return changeAsOwner(agentId, user, {
         ...(input.name !== undefined ? { name: input.name } : {}),
         ...(input.tags !== undefined ? { tags: normaliseTags(input.tags) } : {}),
+        ...(input.defaultDecision !== undefined ? { defaultDecision: input.defaultDecision } : {}),
       });
     },
 

@@ -1,0 +1,163 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { policyConditionsSchema, type Bus, type Database } from '@portcullis/core';
+import type { AuditClient } from '../clients/audit-client.ts';
+import type { PolicyClient } from '../clients/policy-client.ts';
+import type { AuthService } from '../modules/auth/auth-service.ts';
+import { createPolicyService } from '../modules/policies/policy-service.ts';
+import { policyBodySchema, policyEffectSchema, policyPrincipalSchema, policyTierSchema } from '../modules/policies/policy-types.ts';
+import { requireUser } from '../plugins/session-auth.ts';
+
+const uuid = z.string().uuid('must be a UUID');
+const agentParams = z.strictObject({ id: uuid });
+const policyParams = z.strictObject({ id: uuid, policyId: uuid });
+const versionParams = z.strictObject({ id: uuid, policyId: uuid, versionId: uuid });
+const bareToggleParams = z.strictObject({ policyId: uuid });
+
+/** Query of GET /api/agents/:id/policies: the spec's filters, sorting and paging; bounds in decision 012. */
+export const policyListQuerySchema = z.strictObject({
+  search: z.string().trim().max(200).optional(),
+  service: z.string().trim().max(64).optional(),
+  effect: policyEffectSchema.optional(),
+  enabled: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+  sortBy: z.enum(['name', 'policyKey', 'service', 'effect', 'enabled', 'createdAt', 'updatedAt']).default('createdAt'),
+  sortDir: z.enum(['asc', 'desc']).default('desc'),
+  // Above 200 is clamped, as the agents list and the audit query clamp above their maximum.
+  limit: z.coerce.number().int().min(1).default(50).transform((n) => Math.min(n, 200)),
+  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+});
+
+const isoDate = z.string().max(40).refine((v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d{2}-\d{2}/.test(v), 'must be an ISO 8601 date');
+
+/** Body of POST …/policies/simulate (DESIGN.md §3); `limit` at most 10,000 entries. */
+const simulateBody = z.strictObject({
+  draft: policyBodySchema,
+  replacePolicyId: uuid.optional(),
+  from: isoDate.optional(),
+  to: isoDate.optional(),
+  limit: z.number().int().min(1).max(10_000).optional(),
+}).refine((b) => !b.from || !b.to || Date.parse(b.from) <= Date.parse(b.to), { message: 'must not be after to', path: ['from'] });
+
+/** Preview takes any draft: what is wrong with it is the answer, not a 400. */
+const previewBody = z.record(z.string(), z.unknown());
+
+/** A policy as returned: every field of the spec's Policy table, plus the editor's fields. */
+export const policySchema = z.object({
+  id: z.string(),
+  policyKey: z.string(),
+  name: z.string(),
+  service: z.string(),
+  effect: policyEffectSchema,
+  tools: z.array(z.string()),
+  tiers: z.array(policyTierSchema),
+  principal: policyPrincipalSchema,
+  conditions: policyConditionsSchema,
+  denyMessage: z.string().nullable(),
+  enabled: z.boolean(),
+  version: z.number().nullable(),
+  currentVersionId: z.string().nullable(),
+  triggerCount: z.number().nullable(),
+  lastTriggered: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+const policyListSchema = z.object({ policies: z.array(policySchema), total: z.number() });
+
+const versionsSchema = z.object({
+  versions: z.array(z.object({
+    id: z.string(),
+    version: z.number(),
+    change: z.enum(['create', 'update', 'toggle', 'delete', 'restore']),
+    snapshot: z.record(z.string(), z.unknown()),
+    cedar: z.string(),
+    author: z.object({ id: z.string(), email: z.string() }).nullable(),
+    createdAt: z.string(),
+  })),
+});
+
+const previewSchema = z.object({ cedar: z.string(), errors: z.array(z.string()), warnings: z.array(z.string()) });
+
+const simulateSchema = z.object({
+  evaluated: z.number(),
+  unchanged: z.number(),
+  allowToDeny: z.number(),
+  denyToAllow: z.number(),
+  samples: z.array(z.object({ entryId: z.string(), before: z.string(), after: z.string(), reason: z.string() })),
+  skipped: z.number().optional(),
+  from: z.string().optional(),
+  to: z.string().optional(),
+});
+
+/**
+ * The spec's "Policies (all agent-scoped)" endpoints, the operations guide's un-prefixed
+ * toggle, and version restore. Owner-only: outsiders get 404, anonymous callers 401, pending
+ * and approved members 403 (decision 012).
+ */
+export async function policiesRoutes(fastify: FastifyInstance, options: {
+  db: Database;
+  bus: Pick<Bus, 'publishChange'>;
+  auth: AuthService;
+  policy: Pick<PolicyClient, 'preview' | 'simulate'>;
+  audit: Pick<AuditClient, 'policyTriggers'>;
+}) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const policies = createPolicyService(options);
+  // `onRequest`: an anonymous caller gets 401 before its body or parameters are parsed.
+  const onRequest = requireUser(options.auth);
+  const tags = ['policies'];
+
+  app.get('/api/agents/:id/policies', {
+    schema: { tags, summary: 'List the agent\'s policies (owner)', params: agentParams, querystring: policyListQuerySchema, response: { 200: policyListSchema } },
+    onRequest,
+  }, async (request) => policies.list(request.params.id, request.user!, request.query));
+
+  app.post('/api/agents/:id/policies', {
+    schema: { tags, summary: 'Create a policy (owner)', params: agentParams, body: policyBodySchema, response: { 201: policySchema } },
+    onRequest,
+  }, async (request, reply) => reply.code(201).send(await policies.create(request.params.id, request.user!, request.body)));
+
+  app.post('/api/agents/:id/policies/preview', {
+    schema: { tags, summary: 'Compile a draft to Cedar without saving it (owner)', params: agentParams, body: previewBody, response: { 200: previewSchema } },
+    onRequest,
+  }, async (request) => policies.preview(request.params.id, request.user!, request.body));
+
+  app.post('/api/agents/:id/policies/simulate', {
+    schema: { tags, summary: 'Replay recent audit traffic against a draft (owner)', params: agentParams, body: simulateBody, response: { 200: simulateSchema } },
+    onRequest,
+  }, async (request) => policies.simulate(request.params.id, request.user!, request.body));
+
+  app.put('/api/agents/:id/policies/:policyId', {
+    schema: { tags, summary: 'Replace a policy (owner)', params: policyParams, body: policyBodySchema, response: { 200: policySchema } },
+    onRequest,
+  }, async (request) => policies.update(request.params.id, request.params.policyId, request.user!, request.body));
+
+  app.delete('/api/agents/:id/policies/:policyId', {
+    schema: { tags, summary: 'Delete a policy; its history stays (owner)', params: policyParams },
+    onRequest,
+  }, async (request, reply) => {
+    await policies.remove(request.params.id, request.params.policyId, request.user!);
+    return reply.code(204).send();
+  });
+
+  app.post('/api/agents/:id/policies/:policyId/toggle', {
+    schema: { tags, summary: 'Enable or disable without deleting (owner)', params: policyParams, response: { 200: policySchema } },
+    onRequest,
+  }, async (request) => policies.toggle(request.params.id, request.params.policyId, request.user!));
+
+  app.post('/api/policies/:policyId/toggle', {
+    schema: { tags, summary: 'Enable or disable without deleting (owner of the policy\'s agent)', params: bareToggleParams, response: { 200: policySchema } },
+    onRequest,
+  }, async (request) => policies.toggleById(request.params.policyId, request.user!));
+
+  app.get('/api/agents/:id/policies/:policyId/versions', {
+    schema: { tags, summary: 'Version history with snapshots, newest first (owner)', params: policyParams, response: { 200: versionsSchema } },
+    onRequest,
+  }, async (request) => policies.versions(request.params.id, request.params.policyId, request.user!));
+
+  app.post('/api/agents/:id/policies/:policyId/versions/:versionId/restore', {
+    schema: { tags, summary: 'Make an old version current again, as a new version (owner)', params: versionParams, response: { 200: policySchema } },
+    onRequest,
+  }, async (request) => policies.restore(request.params.id, request.params.policyId, request.params.versionId, request.user!));
+}
