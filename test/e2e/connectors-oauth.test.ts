@@ -3,7 +3,7 @@ import { eq, sql } from 'drizzle-orm';
 import { connectors, openSealed, prefixedToolName, schema, unwrapPrivateKey } from '@portcullis/core';
 import { apiClient, signInThroughOutbox, type ApiClient } from '../support/api-client.ts';
 import { connectMcp } from '../support/mcp-client.ts';
-import { submitConsent } from '../support/oauth-consent.ts';
+import { connectThroughConsent as connect, sandboxControl, submitConsent } from '../support/oauth-consent.ts';
 import { startSplitTopology, type SplitTopology } from '../support/split-topology.ts';
 
 const OWNER = 'conn-owner@example.com';
@@ -13,22 +13,6 @@ const MEMBER = 'conn-member@example.com';
 function payloadOf(result: object): any {
   const text = ((result as { content: Array<{ text: string }> }).content)[0]!.text;
   try { return JSON.parse(text); } catch { return text; }
-}
-
-async function sandboxControl(sandboxUrl: string, path: string, body: unknown): Promise<any> {
-  const res = await fetch(`${sandboxUrl}/_sandbox/${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`sandbox ${path} answered ${res.status}: ${await res.text()}`);
-  return res.json();
-}
-
-/** The member connects `service` the way a browser would: connect → provider consent → callback → dashboard. */
-async function connect(member: ApiClient, agentId: string, service: string, login: string): Promise<string> {
-  const started = await member.call('POST', `/api/agents/${agentId}/connect/${service}`);
-  expect(started.status, started.text).toBe(200);
-  const callback = await submitConsent(started.body.authorizeUrl, { login, name: `${login} (${service})` });
-  const finished = await member.call('GET', callback);
-  expect(finished.status, finished.text).toBe(302);
-  return finished.headers.get('location')!;
 }
 
 describe('connectors: OAuth connections end to end (split processes, two gateways, sandbox OAuth servers)', () => {

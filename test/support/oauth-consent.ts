@@ -1,3 +1,5 @@
+import type { ApiClient } from './api-client.ts';
+
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&quot;': '"', '&#39;': "'", '&#x27;': "'", '&lt;': '<', '&gt;': '>' };
 const decode = (text: string) => text.replace(/&(amp|quot|#39|#x27|lt|gt);/g, (m) => ENTITIES[m] ?? m);
 
@@ -37,4 +39,24 @@ export async function submitConsent(authorizeUrl: string, person: { login: strin
   const location = submitted.headers.get('location');
   if (submitted.status !== 302 || !location) throw new Error(`the consent form answered ${submitted.status} without a redirect`);
   return new URL(location, action).toString();
+}
+
+/** Calls a running sandbox's test controls (`/_sandbox/<path>`), e.g. `github/apps`. */
+export async function sandboxControl(sandboxUrl: string, path: string, body: unknown): Promise<any> {
+  const res = await fetch(`${sandboxUrl}/_sandbox/${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`sandbox ${path} answered ${res.status}: ${await res.text()}`);
+  return res.json();
+}
+
+/**
+ * A member connects `service` the way a browser would: connect → provider consent (as
+ * `login`) → the gateway's callback → the dashboard. Returns the dashboard address it lands on.
+ */
+export async function connectThroughConsent(member: ApiClient, agentId: string, service: string, login: string): Promise<string> {
+  const started = await member.call('POST', `/api/agents/${agentId}/connect/${service}`);
+  if (started.status !== 200) throw new Error(`connect ${service} answered ${started.status}: ${started.text}`);
+  const callback = await submitConsent(started.body.authorizeUrl, { login, name: `${login} (${service})` });
+  const finished = await member.call('GET', callback);
+  if (finished.status !== 302) throw new Error(`the callback answered ${finished.status}: ${finished.text}`);
+  return finished.headers.get('location')!;
 }

@@ -18,6 +18,11 @@ export interface SplitTopology {
   bus: Bus;
   /** The processes by name: sandbox, policy, audit, gateway0, gateway1, … */
   processes: Record<string, RunningProcess>;
+  /**
+   * Starts the named process again (stopping it first if it still runs) on the same address
+   * and data, with `env` over its first environment; resolves once it is listening.
+   */
+  restart(name: string, env?: Record<string, string>): Promise<RunningProcess>;
   stop(): Promise<void>;
 }
 
@@ -30,6 +35,13 @@ export async function startSplitTopology(options: { gatewayCount?: number; env?:
   const outboxDir = join(dataDir, 'outbox');
   const testDb: TestDatabase = await createTestDatabase('split');
   const processes: RunningProcess[] = [];
+  const specs = new Map<string, { entry: string; env: Record<string, string>; ready: RegExp }>();
+  const launch = (name: string, entry: string, env: Record<string, string>, ready: RegExp) => {
+    specs.set(name, { entry, env, ready });
+    const proc = startTs(entry, env, name);
+    processes.push(proc);
+    return proc;
+  };
   const shared = {
     NODE_ENV: 'development', PORTCULLIS_SECRET: randomBytes(32).toString('base64url'), LOG_LEVEL: 'warn',
     NATS_URL: TEST_NATS_URL, NATS_SUBJECT_PREFIX: uniqueSubjectPrefix('split'), ...options.env,
@@ -37,30 +49,38 @@ export async function startSplitTopology(options: { gatewayCount?: number; env?:
   try {
     const [sandboxPort, policyPort, auditPort] = await Promise.all([freePort(), freePort(), freePort()]);
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
-    const sandbox = startTs('services/sandbox/src/main.ts', { ...shared, SANDBOX_PORT: String(sandboxPort), DATA_DIR: join(dataDir, 'sandbox') }, 'sandbox');
-    const policy = startTs('services/policy/src/main.ts', { ...shared, DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${policyPort}`, AUDIT_URL: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'policy') }, 'policy');
-    const audit = startTs('services/audit/src/main.ts', { ...shared, GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, 'audit');
-    processes.push(sandbox, policy, audit);
+    const sandbox = launch('sandbox', 'services/sandbox/src/main.ts', { ...shared, SANDBOX_PORT: String(sandboxPort), DATA_DIR: join(dataDir, 'sandbox') }, /sandbox listening/);
+    const policy = launch('policy', 'services/policy/src/main.ts', { ...shared, DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${policyPort}`, AUDIT_URL: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'policy') }, /policy listening/);
+    const audit = launch('audit', 'services/audit/src/main.ts', { ...shared, GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, /audit listening/);
     await Promise.all([sandbox.waitFor(/sandbox listening/), policy.waitFor(/policy listening/), audit.waitFor(/audit listening/)]);
 
     const upstreams = Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, `${sandboxUrl}/${c.key}/mcp`]));
     const gateways: string[] = [];
     for (let i = 0; i < (options.gatewayCount ?? 1); i++) {
       const port = await freePort();
-      const gateway = startTs('services/gateway/src/main.ts', {
+      const gateway = launch(`gateway${i}`, 'services/gateway/src/main.ts', {
         ...shared, ...upstreams, DATABASE_URL: testDb.url, PORT: String(port), DATA_DIR: join(dataDir, `gateway${i}`),
         POLICY_URL: `127.0.0.1:${policyPort}`, AUDIT_URL: `127.0.0.1:${auditPort}`, MAIL_URL: `file://${outboxDir}`,
         PUBLIC_URL: `http://127.0.0.1:${port}`,
-      }, `gateway${i}`);
-      processes.push(gateway);
+      }, /gateway listening/);
       await gateway.waitFor(/gateway listening/);
       gateways.push(`http://127.0.0.1:${port}`);
     }
     const database = await openDatabase({ DATABASE_URL: testDb.url, DATA_DIR: dataDir });
     const bus = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: shared.NATS_SUBJECT_PREFIX });
-    const byName = Object.fromEntries(processes.map((proc, i) => [i < 3 ? ['sandbox', 'policy', 'audit'][i]! : `gateway${i - 3}`, proc]));
+    const byName = Object.fromEntries([...specs.keys()].map((name, i) => [name, processes[i]!]));
     return {
       gateways, sandboxUrl, outboxDir, serverSecret: shared.PORTCULLIS_SECRET, database, bus, processes: byName,
+      async restart(name, env = {}) {
+        const spec = specs.get(name);
+        if (!spec) throw new Error(`no process named ${name}`);
+        await byName[name]!.stop();
+        const proc = startTs(spec.entry, { ...spec.env, ...env }, name);
+        processes.push(proc);
+        byName[name] = proc;
+        await proc.waitFor(spec.ready);
+        return proc;
+      },
       async stop() {
         for (const proc of processes.reverse()) await proc.stop();
         await bus.close();
