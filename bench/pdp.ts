@@ -9,9 +9,11 @@
  *   - over gRPC: the real policy service (Postgres-backed) on a loopback port;
  * each for a returning member (the outcome is remembered per member) and for a new member id
  * on every call (Cedar evaluates every time). p50/p99 of sequential calls, then decisions/s
- * with 64 calls in flight over gRPC. Not a test: nothing asserts on time.
+ * with 64 calls in flight over gRPC. Two floors are measured in the same run: a one-byte TCP echo
+ * on loopback and a bare gRPC server answering a constant. Not a test: nothing asserts on time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -81,6 +83,21 @@ async function timeAsync(fn: (i: number) => Promise<unknown>): Promise<Timing> {
   return percentiles(samples);
 }
 
+/** Round trips of one byte over a loopback TCP socket: what the network stack itself costs here. */
+async function rawTcpRoundTrip(): Promise<Timing> {
+  const server = createServer((socket) => { socket.setNoDelay(true); socket.on('data', (d) => socket.write(d)); });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+  socket.setNoDelay(true);
+  await new Promise((resolve) => socket.once('connect', resolve));
+  try {
+    return await timeAsync(() => new Promise((resolve) => { socket.once('data', resolve); socket.write('x'); }));
+  } finally {
+    socket.destroy();
+    server.close();
+  }
+}
+
 /** Decisions per second with `CONCURRENCY` calls in flight for `CALLS` calls. */
 async function throughput(fn: (i: number) => Promise<unknown>): Promise<number> {
   let next = 0;
@@ -120,6 +137,9 @@ async function main() {
   const rows: string[][] = [];
   console.log(`PDP Authorize: ${CALLS} sequential calls per figure after ${WARMUP} warm-up calls; ${CONCURRENCY} in flight for decisions/s; Node ${process.version}\n`);
   try {
+    const rawT = await rawTcpRoundTrip();
+    console.log(`  raw TCP echo (one byte, loopback): p50 ${rawT.p50.toFixed(1)} µs, p99 ${rawT.p99.toFixed(1)} µs`);
+    rows.push(['—', 'raw TCP echo, one byte', '—', '', '', rawT.p50.toFixed(1), rawT.p99.toFixed(1), '', '', '', '']);
     const bareT = await timeAsync(() => new Promise((resolve, reject) => {
       bareClient.Authorize!({ agentId: 'x' }, (err: grpc.ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res)));
     }));

@@ -28,6 +28,12 @@ export const auditEntrySchema = z.object({
   policyDbIds: z.array(z.string()),
   durationMs: z.number().nonnegative(),
   principal: z.string(),
+  /**
+   * Write-ahead audit: an allowed call is first recorded as `decision` (durably accepted
+   * before anything is forwarded upstream), then again as `complete` under the same id once
+   * the upstream answered. The store keeps the latest stage. Absent means `complete`.
+   */
+  stage: z.enum(['decision', 'complete']).optional(),
 });
 
 export type AuditEntry = z.infer<typeof auditEntrySchema>;
