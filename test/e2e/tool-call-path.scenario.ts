@@ -67,9 +67,10 @@ export async function exerciseToolCallPath(p: ProductUnderTest): Promise<{ allow
   const cookie = await signIn(p.baseUrl, p.outboxDir, p.ownerEmail);
   const started = Date.now();
   const { entries } = await auditEntriesUntil(p, cookie, (es) =>
-    es.some((e) => e.tool === 'get_file_contents' && e.decision === 'ALLOW') && es.some((e) => e.tool === 'delete_repository' && e.decision === 'DENY'));
+    // The allowed call's completed entry (its write-ahead record says the outcome is pending).
+    es.some((e) => e.tool === 'get_file_contents' && e.reason === 'No forbid policy matched') && es.some((e) => e.tool === 'delete_repository' && e.decision === 'DENY'));
   expect(Date.now() - started).toBeLessThanOrEqual(2_000 + 500);
-  const allowedEntry = entries.find((e) => e.tool === 'get_file_contents' && e.decision === 'ALLOW')!;
+  const allowedEntry = entries.find((e) => e.tool === 'get_file_contents' && e.reason === 'No forbid policy matched')!;
   const deniedEntry = entries.find((e) => e.tool === 'delete_repository' && e.decision === 'DENY')!;
   expect(allowedEntry).toBeDefined();
   expect(deniedEntry).toBeDefined();

@@ -30,7 +30,13 @@ export interface SplitTopology {
  * Portcullis split into processes on the machine's Postgres (a throwaway database) and NATS
  * JetStream (a subject prefix of its own): sandbox, policy, audit, and `gatewayCount` gateways.
  */
-export async function startSplitTopology(options: { gatewayCount?: number; env?: Record<string, string> } = {}): Promise<SplitTopology> {
+export async function startSplitTopology(options: {
+  gatewayCount?: number;
+  /** Over every process's environment. */
+  env?: Record<string, string>;
+  /** Over the gateways' environment only (e.g. an `UPSTREAM_<KEY>_URL`). */
+  gatewayEnv?: Record<string, string>;
+} = {}): Promise<SplitTopology> {
   const dataDir = mkdtempSync(join(tmpdir(), 'pc-split-'));
   const outboxDir = join(dataDir, 'outbox');
   const testDb: TestDatabase = await createTestDatabase('split');
@@ -61,7 +67,7 @@ export async function startSplitTopology(options: { gatewayCount?: number; env?:
       const gateway = launch(`gateway${i}`, 'services/gateway/src/main.ts', {
         ...shared, ...upstreams, DATABASE_URL: testDb.url, PORT: String(port), DATA_DIR: join(dataDir, `gateway${i}`),
         POLICY_URL: `127.0.0.1:${policyPort}`, AUDIT_URL: `127.0.0.1:${auditPort}`, MAIL_URL: `file://${outboxDir}`,
-        PUBLIC_URL: `http://127.0.0.1:${port}`,
+        PUBLIC_URL: `http://127.0.0.1:${port}`, ...options.gatewayEnv,
       }, /gateway listening/);
       await gateway.waitFor(/gateway listening/);
       gateways.push(`http://127.0.0.1:${port}`);

@@ -12,7 +12,7 @@ export { actionUid, AGENT_TYPE, cedarNamespace, cedarString, entityUid, principa
 export { openDatabase, type Database, type DatabaseHandle } from './db/database.ts';
 export * as schema from './db/schema/index.ts';
 export type { ConnectionOAuth, OAuthFlowTarget } from './db/schema/index.ts';
-export { changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus/bus.ts';
+export { auditMessageId, changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus/bus.ts';
 export { createMemoryBus } from './bus/memory-bus.ts';
 export { createNatsBus, type NatsBusOptions } from './bus/nats-bus.ts';
 export { openBus } from './bus/open-bus.ts';

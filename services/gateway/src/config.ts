@@ -24,6 +24,8 @@ const gatewayShape = {
   POLICY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
   /** Deadline for one upstream tool call. */
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Longest an allowed call waits for the bus to accept its write-ahead record; then it is refused. */
+  AUDIT_RECORD_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
   /** Upstream MCP sessions (one per member and connector) unused this long are closed. */
   UPSTREAM_IDLE_SECONDS: z.coerce.number().int().positive().default(300),
   /** Calls in flight at once on one upstream session; more wait their turn within the timeout. */
@@ -49,6 +51,14 @@ const gatewayShape = {
   RATE_LIMIT_MAGIC_LINK_PER_IP: z.coerce.number().int().positive().default(20),
   RATE_LIMIT_VERIFY_PER_IP: z.coerce.number().int().positive().default(30),
   RATE_LIMIT_MFA_PER_IP: z.coerce.number().int().positive().default(30),
+  /**
+   * Live audit stream (GET /api/audit/stream): the heartbeat interval, which is also how often
+   * each stream's visible agents and session are re-checked; open streams per user on one
+   * replica; frames a slow client may have waiting before it is disconnected.
+   */
+  AUDIT_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+  AUDIT_STREAM_MAX_PER_USER: z.coerce.number().int().positive().default(5),
+  AUDIT_STREAM_QUEUE_LIMIT: z.coerce.number().int().positive().default(1_000),
   /** Honour X-Forwarded-For from a load balancer in front. */
   TRUST_PROXY: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, z.string().url().optional()])),

@@ -48,7 +48,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     db: deps.db, secret: config.secret, credentials: createCredentialsService({ db: deps.db, secret: config.secret }), platformApps: config.platformApps,
   });
   const tokens = createSealedTokens({ db: deps.db, bus: deps.bus, clients: oauthClients, ...(deps.now ? { now: deps.now } : {}) });
-  const publisher = createAuditPublisher({ bus: deps.bus });
+  const publisher = createAuditPublisher({ bus: deps.bus, recordDeadlineMs: config.AUDIT_RECORD_TIMEOUT_MS });
   const resolver = createMemberKeyResolver({ db: deps.db, bus: deps.bus });
   const toolCalls = createToolCallService({ policy, upstream, audit: publisher, upstreamUrls: config.upstreamUrls, tokens, ...(deps.now ? { now: deps.now } : {}) });
   const publicUrlGuess = config.PUBLIC_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;

@@ -139,6 +139,29 @@ describe('redelivered entries', () => {
   });
 });
 
+describe('write-ahead records', () => {
+  it('a call\'s complete record replaces its decision record, whichever is written last', async () => {
+    const agentId = 'agent-write-ahead';
+    const at = (i: number) => new Date(Date.UTC(2026, 9, 8) + i).toISOString();
+    const decided = [0, 1, 2].map((i) => makeEntry({ agentId, timestamp: at(i), stage: 'decision', reason: 'No forbid policy matched; outcome not recorded', durationMs: 1 }));
+    const completed = decided.map((d) => ({ ...d, stage: 'complete' as const, reason: 'No forbid policy matched', durationMs: 40 }));
+    const orphan = makeEntry({ agentId, timestamp: at(3), stage: 'decision', reason: 'No forbid policy matched; outcome not recorded' });
+    await store.insert([...decided, orphan]);
+    await store.insert(completed);
+    await store.insert(decided.slice(0, 2)); // redelivered after their completion
+
+    const { entries, total } = await store.query({ agentIds: [agentId] }, { limit: 500, offset: 0 });
+    expect(total).toBe(4);
+    const byId = new Map(entries.map((e) => [e.id, e]));
+    for (const c of completed) expect(byId.get(c.id)).toEqual({ ...c, stage: undefined });
+    expect(byId.get(orphan.id)).toMatchObject({ stage: 'decision', reason: orphan.reason });
+
+    const streamed: AuditEntry[] = [];
+    for await (const batch of store.stream({ agentIds: [agentId] }, { limit: 0, offset: 0 })) streamed.push(...batch);
+    expect(streamed.map((e) => e.reason).sort()).toEqual([...completed.map((c) => c.reason), orphan.reason].sort());
+  });
+});
+
 describe('stream (export read)', () => {
   it('yields every match in the table order (agent, then time), applying the filter', async () => {
     const ids: string[] = [];

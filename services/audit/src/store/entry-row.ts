@@ -26,13 +26,18 @@ export interface AuditRow {
   policy_db_ids: string[];
   duration_ms: number;
   principal: string;
+  /**
+   * The write-ahead stage: 0 = `decision` (recorded before the call went upstream),
+   * 1 = `complete`. The table keeps the highest rank per entry (`ReplacingMergeTree(stage_rank)`).
+   */
+  stage_rank: number;
 }
 
 /** Every column, in table order; SELECTs name them rather than `*`. */
 export const AUDIT_COLUMNS = [
   'id', 'timestamp', 'agent_id', 'agent_name', 'member_id', 'member_name', 'member_key_id', 'session_id',
   'service', 'tool', 'action', 'resource', 'caller_ip', 'tool_args', 'decision', 'reason',
-  'matched_policy_ids', 'matched_policy_names', 'policy_version_ids', 'policy_db_ids', 'duration_ms', 'principal',
+  'matched_policy_ids', 'matched_policy_names', 'policy_version_ids', 'policy_db_ids', 'duration_ms', 'principal', 'stage_rank',
 ] as const satisfies ReadonlyArray<keyof AuditRow>;
 
 /**
@@ -74,6 +79,7 @@ export function toRow(entry: AuditEntry): AuditRow {
     policy_db_ids: entry.policyDbIds,
     duration_ms: entry.durationMs,
     principal: entry.principal,
+    stage_rank: entry.stage === 'decision' ? 0 : 1,
   };
 }
 
@@ -102,6 +108,7 @@ export function fromRow(row: AuditRow): AuditEntry {
     policyDbIds: row.policy_db_ids,
     durationMs: Number(row.duration_ms),
     principal: row.principal,
+    ...(Number(row.stage_rank) === 0 ? { stage: 'decision' as const } : {}),
   };
 }
 

@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../testing/audit-entries.ts';
+import { makeEntry, makeTempDir } from '../testing/audit-entries.ts';
 import { openAuditStore } from './audit-store.ts';
 import { connectClickHouse } from './clickhouse-connection.ts';
+import { toRow } from './entry-row.ts';
 import { applyMigrations, readMigrations, splitStatements } from './migrate.ts';
 
 const dir = makeTempDir('migrate');
@@ -28,14 +29,14 @@ describe('applyMigrations on chDB', () => {
   it('applies each migration once, however often it runs', async () => {
     const connection = await connectClickHouse(target);
     try {
-      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([1]);
+      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([1, 2]);
       expect(await applyMigrations(connection.client, 'audit_test')).toEqual([]);
       const recorded = await connection.client.query({
         query: 'SELECT version, name FROM {db:Identifier}.schema_migrations ORDER BY version',
         query_params: { db: 'audit_test' },
         format: 'JSONEachRow',
       });
-      expect(await recorded.json()).toEqual([{ version: 1, name: 'audit_entries' }]);
+      expect(await recorded.json()).toEqual([{ version: 1, name: 'audit_entries' }, { version: 2, name: 'write_ahead_stage' }]);
     } finally {
       await connection.close();
     }
@@ -58,11 +59,11 @@ describe('applyMigrations on chDB', () => {
     const connection = await connectClickHouse(target);
     try {
       const table = await connection.client.query({
-        query: `SELECT engine, partition_key, sorting_key FROM system.tables WHERE database = {db:String} AND name = 'audit_entries'`,
+        query: `SELECT engine, partition_key, sorting_key, engine_full LIKE 'ReplacingMergeTree(stage_rank)%' AS versioned FROM system.tables WHERE database = {db:String} AND name = 'audit_entries'`,
         query_params: { db: 'audit_test' },
         format: 'JSONEachRow',
       });
-      expect(await table.json()).toEqual([{ engine: 'ReplacingMergeTree', partition_key: 'toYYYYMM(timestamp)', sorting_key: 'agent_id, timestamp, id' }]);
+      expect(await table.json()).toEqual([{ engine: 'ReplacingMergeTree', partition_key: 'toYYYYMM(timestamp)', sorting_key: 'agent_id, timestamp, id', versioned: 1 }]);
       const indexes = await connection.client.query({
         query: `SELECT name, type FROM system.data_skipping_indices WHERE database = {db:String} AND table = 'audit_entries' ORDER BY name`,
         query_params: { db: 'audit_test' },
@@ -81,6 +82,35 @@ describe('applyMigrations on chDB', () => {
       ]);
     } finally {
       await connection.close();
+    }
+  });
+});
+
+describe('002: the write-ahead stage', () => {
+  const target = { kind: 'chdb', path: join(dir.path, 'audit') } as const;
+  const [first, second] = readMigrations();
+
+  it('keeps every row written under 001, and a run interrupted after the swap completes on the next start', async () => {
+    const connection = await connectClickHouse(target);
+    const old = makeEntry({ reason: 'written before 002' });
+    try {
+      expect(await applyMigrations(connection.client, 'audit_upgrade', [first!])).toEqual([1]);
+      const { stage_rank: _rank, ...row001 } = toRow(old);
+      await connection.client.insert({ table: 'audit_upgrade.audit_entries', values: [row001], format: 'JSONEachRow' });
+      expect(await applyMigrations(connection.client, 'audit_upgrade', [first!, second!])).toEqual([2]);
+      // Interrupted after the swap, before its record: the statements run again.
+      await connection.client.command({ query: "ALTER TABLE audit_upgrade.schema_migrations DELETE WHERE version = 2 SETTINGS mutations_sync = 1" });
+      expect(await applyMigrations(connection.client, 'audit_upgrade', [first!, second!])).toEqual([2]);
+    } finally {
+      await connection.close();
+    }
+    const store = await openAuditStore({ target, database: 'audit_upgrade' });
+    try {
+      const { entries, total } = await store.query({ agentIds: [old.agentId] }, { limit: 10, offset: 0 });
+      expect(total).toBe(1);
+      expect(entries).toEqual([old]);
+    } finally {
+      await store.close();
     }
   });
 });

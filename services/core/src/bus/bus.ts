@@ -33,10 +33,26 @@ export interface Bus {
   publishAudit(entry: AuditEntry): Promise<void>;
   /** Starts a writer on the shared durable consumer (several writers split the stream). */
   consumeAudit(options: AuditConsumerOptions): Promise<AuditConsumer>;
+  /**
+   * A live, non-durable view of the audit entries published from now on, on every replica
+   * (NATS: a core subscription on `audit.entries.>`, beside the durable consumer). Nothing is
+   * replayed, nothing is acknowledged, and an entry published twice (a retried publish, or
+   * the `decision` and `complete` stages of one call) reaches the handler each time: callers
+   * de-duplicate by id. Returns the unsubscribe function.
+   */
+  onAuditEntry(handler: (entry: AuditEntry) => void): () => void;
   publishChange(event: ChangeEvent): void;
   onChange(handler: (event: ChangeEvent) => void): () => void;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * The de-duplication key of an audit message: the entry id and its stage, so a call's
+ * `decision` record and its `complete` record are both kept while a repeat of either is not.
+ */
+export function auditMessageId(entry: Pick<AuditEntry, 'id' | 'stage'>): string {
+  return `${entry.id}:${entry.stage ?? 'complete'}`;
 }
 
 export function changeSubject(prefix: string, event: ChangeEvent): string {

@@ -1,5 +1,5 @@
 import type { AuditEntry } from '../audit-entry.ts';
-import type { AuditConsumer, AuditConsumerOptions, Bus, ChangeEvent } from './bus.ts';
+import { auditMessageId, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
 
 const DEDUP_WINDOW = 100_000;
 
@@ -14,6 +14,7 @@ export function createMemoryBus(): Bus {
   const seenOrder: string[] = [];
   const listeners = new Set<(event: ChangeEvent) => void>();
   const wakers = new Set<() => void>();
+  const auditListeners = new Set<(entry: AuditEntry) => void>();
   let consumerCount = 0;
 
   const wake = () => { for (const w of wakers) w(); };
@@ -21,9 +22,12 @@ export function createMemoryBus(): Bus {
   return {
     kind: 'memory',
     async publishAudit(entry) {
-      if (seen.has(entry.id)) return;
-      seen.add(entry.id);
-      seenOrder.push(entry.id);
+      // Live listeners see every publish, as NATS core subscribers do (they de-duplicate by id).
+      for (const l of auditListeners) queueMicrotask(() => l(entry));
+      const messageId = auditMessageId(entry);
+      if (seen.has(messageId)) return;
+      seen.add(messageId);
+      seenOrder.push(messageId);
       if (seenOrder.length > DEDUP_WINDOW) seen.delete(seenOrder.shift()!);
       queue.push(entry);
       wake();
@@ -83,6 +87,10 @@ export function createMemoryBus(): Bus {
         stop,
       };
     },
+    onAuditEntry(handler) {
+      auditListeners.add(handler);
+      return () => auditListeners.delete(handler);
+    },
     publishChange(event) {
       for (const l of listeners) queueMicrotask(() => l(event));
     },
@@ -93,6 +101,7 @@ export function createMemoryBus(): Bus {
     async ping() {},
     async close() {
       listeners.clear();
+      auditListeners.clear();
       void consumerCount;
     },
   };

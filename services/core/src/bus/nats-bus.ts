@@ -1,7 +1,7 @@
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, StorageType, type JsMsg } from '@nats-io/jetstream';
 import { auditEntrySchema, type AuditEntry } from '../audit-entry.ts';
-import { changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
+import { auditMessageId, changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
 
 export interface NatsBusOptions {
   url: string;
@@ -53,7 +53,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   return {
     kind: 'nats',
     async publishAudit(entry) {
-      await js.publish(`${auditSubject}.${entry.agentId}`, encoder.encode(JSON.stringify(entry)), { msgID: entry.id });
+      await js.publish(`${auditSubject}.${entry.agentId}`, encoder.encode(JSON.stringify(entry)), { msgID: auditMessageId(entry) });
     },
     async consumeAudit(opts: AuditConsumerOptions): Promise<AuditConsumer> {
       try {
@@ -116,6 +116,18 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       };
       // Entries not yet pulled stay in the stream (file storage) for the next writer.
       return { drain: stop, stop };
+    },
+    onAuditEntry(handler) {
+      // A core subscription: JetStream-published messages reach core subscribers too, so this
+      // sees every publish (retries included) without a consumer, an ack or a replay.
+      const sub = nc.subscribe(`${auditSubject}.>`, {
+        callback: (err, msg) => {
+          if (err) return;
+          const entry = safeParse(decoder.decode(msg.data));
+          if (entry) handler(entry);
+        },
+      });
+      return () => sub.unsubscribe();
     },
     publishChange(event: ChangeEvent) {
       nc.publish(changeSubject(prefix, event), encoder.encode(JSON.stringify(event)));

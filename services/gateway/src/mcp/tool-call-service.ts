@@ -7,11 +7,14 @@ import {
 } from '@portcullis/core';
 import type { PolicyClient } from '../clients/policy-client.ts';
 import { UpstreamError, type UpstreamPool } from '../clients/upstream-pool.ts';
-import type { AuditPublisher } from '../modules/audit/audit-publisher.ts';
+import { AuditUnavailable, type AuditPublisher } from '../modules/audit/audit-publisher.ts';
 import type { MemberConnection, MemberContext } from '../modules/identity/member-context.ts';
 import { ReauthRequired, type SealedTokens } from '../modules/connections/sealed-tokens.ts';
 
 export const POLICY_UNAVAILABLE = 'Policy service unavailable: the call was denied because no verdict could be obtained';
+export const AUDIT_UNAVAILABLE = 'Audit log unavailable: the call was not forwarded because its audit record could not be stored';
+/** Appended to the reason of a write-ahead record: the call went upstream, its outcome is not known yet. */
+export const OUTCOME_PENDING = 'outcome not recorded: forwarded upstream, no completion received';
 
 export interface ToolCallRequest {
   name: string;
@@ -111,9 +114,9 @@ export function createToolCallService(deps: {
       }
       const { service, tool } = parts;
       const base = baseEntry(context, request, service, tool);
-      const finish = (verdict: Verdict, reason = verdict.reason) => {
+      const entryOf = (verdict: Verdict, reason: string): AuditEntry => {
         const r = verdict.response;
-        deps.audit.publish({
+        return {
           ...base,
           ...(r ? { action: r.action || base.action, resource: r.resource || base.resource, principal: r.principal || base.principal } : {}),
           decision: verdict.decision,
@@ -123,8 +126,9 @@ export function createToolCallService(deps: {
           policyDbIds: r?.matchedPolicyIds ?? [],
           policyVersionIds: r?.policyVersionIds ?? [],
           durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-        });
+        };
       };
+      const finish = (verdict: Verdict, reason = verdict.reason) => deps.audit.publish(entryOf(verdict, reason));
 
       const connection = context.connections.find((c) => c.service === service);
       if (!context.allowedServices.includes(service) || !connection) {
@@ -142,6 +146,15 @@ export function createToolCallService(deps: {
         return denyResult(verdict.reason);
       }
 
+      // Write-ahead: the call goes upstream only once its record is durably accepted, so a
+      // gateway that dies mid-call still leaves an entry. The completion replaces it (same id).
+      try {
+        await deps.audit.record({ ...entryOf(verdict, `${verdict.reason || NO_FORBID_MATCHED}; ${OUTCOME_PENDING}`), stage: 'decision' });
+      } catch (err) {
+        if (!(err instanceof AuditUnavailable)) throw err;
+        finish({ decision: 'DENY', reason: AUDIT_UNAVAILABLE, response: undefined });
+        return denyResult(AUDIT_UNAVAILABLE);
+      }
       try {
         const result = await callUpstream(context, connection, service, tool, request.args);
         finish(verdict);

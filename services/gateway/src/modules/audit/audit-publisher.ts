@@ -3,17 +3,28 @@ import type { AuditEntry, Bus } from '@portcullis/core';
 export interface AuditPublisher {
   /** Hands an entry to the bus without blocking the caller's response. */
   publish(entry: AuditEntry): void;
+  /**
+   * Resolves once the bus has durably accepted `entry` (the write-ahead record of a call about
+   * to go upstream); rejects with `AuditUnavailable` when it cannot within the deadline.
+   */
+  record(entry: AuditEntry): Promise<void>;
   /** Resolves when every entry handed over so far has been accepted by the bus. */
   flush(): Promise<void>;
   readonly failures: number;
 }
+
+/** The bus did not accept a write-ahead record in time: the call must not go upstream. */
+export class AuditUnavailable extends Error {}
+
+/** How long a call waits for its write-ahead record to be accepted before it is refused. */
+const RECORD_DEADLINE_MS = 5_000;
 
 /**
  * Publishes entries with a bounded number of acknowledgements in flight. An entry the bus
  * refuses is retried with backoff (its id makes a repeat harmless), so a passing bus outage
  * delays entries rather than losing them.
  */
-export function createAuditPublisher(deps: { bus: Bus; maxInFlight?: number; onError?: (err: unknown) => void }): AuditPublisher {
+export function createAuditPublisher(deps: { bus: Bus; maxInFlight?: number; recordDeadlineMs?: number; onError?: (err: unknown) => void }): AuditPublisher {
   const maxInFlight = deps.maxInFlight ?? 1_024;
   const waiting: AuditEntry[] = [];
   const inFlight = new Set<Promise<void>>();
@@ -57,6 +68,21 @@ export function createAuditPublisher(deps: { bus: Bus; maxInFlight?: number; onE
     publish(entry) {
       waiting.push(entry);
       pump();
+    },
+    async record(entry) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new AuditUnavailable('the audit bus did not accept the record in time')), deps.recordDeadlineMs ?? RECORD_DEADLINE_MS);
+      });
+      try {
+        await Promise.race([deps.bus.publishAudit(entry), deadline]);
+      } catch (err) {
+        failures += 1;
+        deps.onError?.(err);
+        throw err instanceof AuditUnavailable ? err : new AuditUnavailable('the audit bus refused the record');
+      } finally {
+        clearTimeout(timer);
+      }
     },
     flush() {
       if (waiting.length === 0 && inFlight.size === 0) return Promise.resolve();
