@@ -15,6 +15,8 @@ const auditShape = {
   AUDIT_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1_000),
   /** Longest a partial batch waits before it is written. */
   AUDIT_BATCH_MAX_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(200),
+  /** Days an audit entry is kept (a table TTL). Unset: indefinitely, as the spec's default. */
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
 };
 
 /** The audit service's configuration, parsed from the environment. */

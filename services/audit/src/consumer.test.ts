@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '@nats-io/transport-node';
 import { createNatsBus, type AuditEntry, type Bus } from '@portcullis/core';
 import { TEST_NATS_URL, uniqueSubjectPrefix } from '@portcullis/core/testing';
 import { startAuditWriter } from './consumer.ts';
@@ -68,6 +69,27 @@ describe('audit writer over NATS JetStream', () => {
     expect(total).toBe(300);
     expect(new Set(ids).size).toBe(300);
     expect([...ids].sort()).toEqual(entries.map((e) => e.id).sort());
+  });
+
+  it('sends a message that is not an audit entry to the dead-letter subject, counts it, and writes the entries after it', async () => {
+    const agentId = 'agent-writer-dead';
+    const nc = await connect({ servers: TEST_NATS_URL });
+    const deadLetters: string[] = [];
+    const sub = nc.subscribe(`${prefix}audit.dead`, { callback: (_err, msg) => { deadLetters.push(msg.string()); } });
+    await nc.flush();
+    const writer = await startAuditWriter({ bus, store, batchSize: 50, maxWaitMs: 50 });
+    try {
+      const { jetstream } = await import('@nats-io/jetstream');
+      await jetstream(nc).publish(`${prefix}audit.entries.${agentId}`, 'not json {', { msgID: 'garbage-1' });
+      const good = makeEntry({ agentId });
+      await bus.publishAudit(good);
+      await until(async () => (await idsOf(agentId)).total === 1 && writer.deadLettered === 1);
+      expect(deadLetters).toEqual(['not json {']);
+    } finally {
+      await writer.drain();
+      sub.unsubscribe();
+      await nc.close();
+    }
   });
 
   it('drain() writes everything already accepted before it returns', async () => {

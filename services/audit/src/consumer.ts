@@ -13,6 +13,8 @@ export interface AuditWriterOptions {
 }
 
 export interface AuditWriter {
+  /** Messages that were not audit entries, sent to the dead-letter subject since the start. */
+  readonly deadLettered: number;
   /** Writes everything the bus has already accepted, then stops. */
   drain(): Promise<void>;
   /** Stops taking batches; anything unacknowledged is redelivered to another writer later. */
@@ -26,6 +28,7 @@ export interface AuditWriter {
  */
 export async function startAuditWriter(options: AuditWriterOptions): Promise<AuditWriter> {
   const log = options.log ?? (() => undefined);
+  let deadLettered = 0;
   const consumer = await options.bus.consumeAudit({
     batchSize: options.batchSize,
     maxWaitMs: options.maxWaitMs,
@@ -39,10 +42,11 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
       }
     },
     onDeadLetter(raw, error) {
+      deadLettered += 1;
       log(`audit writer: dead-lettered a message (${error}): ${raw.slice(0, 200)}`);
     },
   });
-  return { drain: () => consumer.drain(), stop: () => consumer.stop() };
+  return { get deadLettered() { return deadLettered; }, drain: () => consumer.drain(), stop: () => consumer.stop() };
 }
 
 /**

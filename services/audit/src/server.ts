@@ -23,6 +23,7 @@ export interface AuditService {
 export function storeOptionsOf(config: AuditConfig): AuditStoreOptions {
   return {
     database: config.CLICKHOUSE_DATABASE,
+    retentionDays: config.AUDIT_RETENTION_DAYS ?? null,
     target: config.CLICKHOUSE_URL
       ? { kind: 'server', url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD }
       : { kind: 'chdb', path: join(config.DATA_DIR, 'audit') },

@@ -116,6 +116,41 @@ describe('002: the write-ahead stage', () => {
 });
 
 describe('openAuditStore', () => {
+  it('keeps entries AUDIT_RETENTION_DAYS days when set (a TTL), and indefinitely once unset', async () => {
+    const target = { kind: 'chdb', path: join(dir.path, 'audit') } as const;
+    const day = 86_400_000;
+    const old = makeEntry({ agentId: 'agent-ttl', timestamp: new Date(Date.now() - 40 * day).toISOString() });
+    const recent = makeEntry({ agentId: 'agent-ttl', timestamp: new Date(Date.now() - 2 * day).toISOString() });
+    const ttlOf = async () => {
+      const connection = await connectClickHouse(target);
+      try {
+        const r = await connection.client.query({ query: "SELECT engine_full FROM system.tables WHERE database = 'audit_retention' AND name = 'audit_entries'", format: 'JSONEachRow' });
+        return ((await r.json<{ engine_full: string }>())[0]!.engine_full.match(/ TTL (.*?) SETTINGS/) ?? [])[1];
+      } finally {
+        await connection.close();
+      }
+    };
+
+    const kept = await openAuditStore({ target, database: 'audit_retention', retentionDays: 30 });
+    try {
+      await kept.insert([old, recent]);
+    } finally {
+      await kept.close();
+    }
+    expect(await ttlOf()).toMatch(/toIntervalDay\(.*30/);
+    const connection = await connectClickHouse(target);
+    await connection.client.command({ query: 'OPTIMIZE TABLE audit_retention.audit_entries FINAL' });
+    await connection.close();
+    const reopened = await openAuditStore({ target, database: 'audit_retention', retentionDays: null });
+    try {
+      const { entries } = await reopened.query({ agentIds: ['agent-ttl'] }, { limit: 10, offset: 0 });
+      expect(entries.map((e) => e.id)).toEqual([recent.id]);
+    } finally {
+      await reopened.close();
+    }
+    expect(await ttlOf()).toBeUndefined();
+  });
+
   it('refuses a database name that is not an identifier', async () => {
     await expect(openAuditStore({ target: { kind: 'chdb', path: join(dir.path, 'audit') }, database: 'x; DROP' })).rejects.toThrow(/invalid ClickHouse database name/);
   });

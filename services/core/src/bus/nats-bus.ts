@@ -84,7 +84,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
           await opts.handle(entries);
           for (const m of good) m.ack();
         } catch {
-          for (const m of good) m.nak(1_000);
+          // Redelivered with exponential backoff (1 s, 2 s, 4 s … at most 30 s) while the store is down.
+          for (const m of good) m.nak(Math.min(1_000 * 2 ** Math.max(0, m.info.deliveryCount - 1), 30_000));
         }
       };
 
