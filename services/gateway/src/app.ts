@@ -12,11 +12,15 @@ import type { AuthService } from './modules/auth/auth-service.ts';
 import type { ToolCallService } from './mcp/tool-call-service.ts';
 import type { ConnectFlow } from './modules/connections/connect-flow.ts';
 import type { EntityRefresh } from './modules/entities/entity-refresh.ts';
+import type { SessionRegistry } from './modules/sessions/session-registry.ts';
 import { mcpRoutes } from './mcp/mcp-route.ts';
 import { authRoutes } from './api/auth-router.ts';
 import { accountRoutes } from './api/account-router.ts';
 import { authRateLimitsOf, type RateLimitConfig } from './plugins/rate-limits.ts';
 import { auditRoutes } from './api/audit-router.ts';
+import { auditStreamRoutes } from './api/audit-stream-router.ts';
+import { dashboardRoutes } from './api/dashboard-router.ts';
+import { sessionsRoutes } from './api/sessions-router.ts';
 import { agentsRoutes } from './api/agents-router.ts';
 import { policiesRoutes } from './api/policies-router.ts';
 import { membersRoutes } from './api/members-router.ts';
@@ -31,11 +35,13 @@ import { sameOriginGuard } from './plugins/session-auth.ts';
 import { validationApiError } from './api/validation.ts';
 
 export interface AppDeps {
-  config: Pick<GatewayConfig, 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL'> & RateLimitConfig & { publicUrl: string };
+  config: Pick<GatewayConfig, 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT'> & RateLimitConfig & { publicUrl: string };
   db: Database;
   bus: Bus;
   resolver: MemberKeyResolver;
   toolCalls: ToolCallService;
+  /** Tool (MCP) sessions shared by every replica. */
+  sessions: SessionRegistry;
   auth: AuthService;
   audit: AuditClient;
   /** The PDP, for policy preview and simulate (verdicts go through `toolCalls`). */
@@ -116,8 +122,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await mcpRoutes(mcp, {
       resolver: deps.resolver,
       toolCalls: deps.toolCalls,
+      sessions: deps.sessions,
       bodyLimit: deps.config.MCP_BODY_LIMIT_BYTES,
-      sessionIdleMs: 30 * 60_000,
     });
   });
 
@@ -126,6 +132,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await authRoutes(api, { auth: deps.auth, secureCookies: deps.config.publicUrl.startsWith('https:'), sessionMaxMs: deps.config.SESSION_MAX_MINUTES * 60_000, rateLimits: authRateLimitsOf(deps.config) });
     await accountRoutes(api, { auth: deps.auth });
     await auditRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
+    await auditStreamRoutes(api, {
+      db: deps.db, bus: deps.bus, auth: deps.auth, tickMs: deps.config.AUDIT_STREAM_HEARTBEAT_MS,
+      maxStreamsPerUser: deps.config.AUDIT_STREAM_MAX_PER_USER, queueLimit: deps.config.AUDIT_STREAM_QUEUE_LIMIT,
+    });
+    await dashboardRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
+    await sessionsRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit, sessions: deps.sessions });
     await agentsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth });
     await policiesRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, policy: deps.policy, audit: deps.audit });
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl });

@@ -35,6 +35,8 @@ const gatewayShape = {
   /** Where the OAuth callback sends the browser back to (the dashboard); PUBLIC_URL when unset. */
   DASHBOARD_URL: z.string().url().optional(),
   SESSION_IDLE_MINUTES: durationMinutes(60 * 12),
+  /** A tool (MCP) session unused this long is expired: its next request is 404 and the client re-initializes. */
+  TOOL_SESSION_IDLE_MINUTES: durationMinutes(60),
   SESSION_MAX_MINUTES: durationMinutes(60 * 24 * 14),
   /**
    * Who must enrol in TOTP MFA before using the dashboard API: nobody (`off`), users who own

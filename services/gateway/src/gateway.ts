@@ -9,6 +9,7 @@ import { createUpstreamPool } from './clients/upstream-pool.ts';
 import { createAuditPublisher } from './modules/audit/audit-publisher.ts';
 import { createAuthService } from './modules/auth/auth-service.ts';
 import { createMemberKeyResolver } from './modules/identity/member-key-resolver.ts';
+import { createSessionRegistry } from './modules/sessions/session-registry.ts';
 import { createMailer } from './modules/mail/mailer.ts';
 import { createToolCallService } from './mcp/tool-call-service.ts';
 import { createConnectFlow } from './modules/connections/connect-flow.ts';
@@ -50,6 +51,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
   const tokens = createSealedTokens({ db: deps.db, bus: deps.bus, clients: oauthClients, ...(deps.now ? { now: deps.now } : {}) });
   const publisher = createAuditPublisher({ bus: deps.bus, recordDeadlineMs: config.AUDIT_RECORD_TIMEOUT_MS });
   const resolver = createMemberKeyResolver({ db: deps.db, bus: deps.bus });
+  const sessions = createSessionRegistry({ db: deps.db, bus: deps.bus, idleMs: config.TOOL_SESSION_IDLE_MINUTES * 60_000, ...(deps.now ? { now: deps.now } : {}) });
   const toolCalls = createToolCallService({ policy, upstream, audit: publisher, upstreamUrls: config.upstreamUrls, tokens, ...(deps.now ? { now: deps.now } : {}) });
   const publicUrlGuess = config.PUBLIC_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
   const entityStore = createEntityStore(deps.db);
@@ -85,6 +87,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     bus: deps.bus,
     resolver,
     toolCalls,
+    sessions,
     auth,
     audit,
     policy,
@@ -109,6 +112,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     async release() {
       await publisher.flush();
       await resolver.close();
+      await sessions.close();
       await upstream.close();
       policy.close();
       audit.close();

@@ -30,10 +30,14 @@ export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRES
   const cache = createPolicyCache({ repo });
   // Simulate's reads of past calls; without AUDIT_URL it answers UNAVAILABLE.
   const audit = config.AUDIT_URL ? createAuditEntrySource(config.AUDIT_URL) : undefined;
-  const unsubscribe = deps.bus.onChange((event) => cache.handleChange(event));
+  // Session-limit counters live in this process for now (a shared JetStream KV later).
+  const sessions = createInMemorySessionCounters();
+  const unsubscribe = deps.bus.onChange((event) => {
+    if (event.kind === 'session.ended') sessions.forget(event.sessionId);
+    else cache.handleChange(event);
+  });
   const server = createPolicyServer({
-    // Session-limit counters live in this process for now (a shared JetStream KV later).
-    Authorize: createAuthorizeHandler({ cache, sessions: createInMemorySessionCounters(), clockOffsetMs: config.POLICY_CLOCK_OFFSET_MS ?? 0 }),
+    Authorize: createAuthorizeHandler({ cache, sessions, clockOffsetMs: config.POLICY_CLOCK_OFFSET_MS ?? 0 }),
     Preview: createPreviewHandler(),
     Simulate: createSimulateHandler({ policies: repo, store: createSimulationRepo(deps.db), audit }),
   });

@@ -1,11 +1,13 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { MembersRequest, QueryRequest, StatsRequest } from '@portcullis/core';
+import type { MemberStatsRequest, MembersRequest, QueryRequest, SessionActivityRequest, StatsRequest } from '@portcullis/core';
 import type { AuditStore } from '../store/audit-store.ts';
 import { exportHandler } from './export.ts';
 import type { AuditLogger } from './grpc-errors.ts';
 import { handleMembers } from './members.ts';
+import { handleMemberStats } from './member-stats.ts';
 import { handlePolicyTriggers, type PolicyTriggersRequest } from './policy-triggers.ts';
 import { handleQuery } from './query.ts';
+import { handleSessionActivity } from './session-activity.ts';
 import { handleStats } from './stats.ts';
 import { unaryHandler } from './unary.ts';
 
@@ -17,5 +19,7 @@ export function createAuditQueryHandlers(deps: { store: AuditStore; log: AuditLo
     Members: unaryHandler('Members', deps.log, (request: MembersRequest) => handleMembers(deps, request)),
     Stats: unaryHandler('Stats', deps.log, (request: StatsRequest) => handleStats(deps, request)),
     PolicyTriggers: unaryHandler('PolicyTriggers', deps.log, (request: PolicyTriggersRequest) => handlePolicyTriggers(deps, request)),
+    MemberStats: unaryHandler('MemberStats', deps.log, (request: MemberStatsRequest) => handleMemberStats(deps, request)),
+    SessionActivity: unaryHandler('SessionActivity', deps.log, (request: SessionActivityRequest) => handleSessionActivity(deps, request)),
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeEntry } from '../testing/audit-entries.ts';
-import { CSV_HEADER, csvField, csvLine, ndjsonLine, redactPolicyIdentities } from './export-format.ts';
+import { CSV_HEADER, csvField, csvLine, formulaGuard, ndjsonLine, redactPolicyIdentities } from './export-format.ts';
 
 describe('csvField', () => {
   it.each([
@@ -32,6 +32,27 @@ describe('CSV export records', () => {
       '2026-10-01T12:00:00.123Z,"Ops, ""prod""",maria@example.com,delete_repo,github,"GithubMCP::Repository::""acme/api""",DENY,"Blocked\nafter hours",3.25,night-forbid;repo-guard\r\n',
     );
     expect(csvLine(entry)).not.toContain('198.51.100.23');
+  });
+});
+
+describe('formulaGuard', () => {
+  it.each([
+    ['=SUM(A1)', "'=SUM(A1)"],
+    ['+1 555', "'+1 555"],
+    ['-2+3', "'-2+3"],
+    ['@cmd', "'@cmd"],
+    ['\tx', "'\tx"],
+    ['\rx', "'\rx"],
+    ['a=b', 'a=b'],
+    ['', ''],
+    ["'quoted", "'quoted"],
+  ])('%j → %j', (input, expected) => {
+    expect(formulaGuard(input)).toBe(expected);
+  });
+
+  it('guards text cells before quoting them, and leaves timestamp, decision and duration alone', () => {
+    const entry = makeEntry({ agentName: '=HYPERLINK("x")', reason: '-1', matchedPolicyIds: ['@a', 'b'], memberName: 'ok', durationMs: 2 });
+    expect(csvLine(entry)).toBe(`${entry.timestamp},"'=HYPERLINK(""x"")",ok,create_issue,github,"GithubMCP::Repository::""acme/api""",ALLOW,'-1,2,'@a;b\r\n`);
   });
 });
 

@@ -1,5 +1,11 @@
 import type { AuditEntry } from '@portcullis/core';
 
+/*
+ * The export's text, specified in JS. The engine produces it (`store/export-lines.ts` has
+ * the SQL), and `audit-store.test.ts` checks the engine's bytes against these functions for
+ * awkward values; the handler itself only sends `CSV_HEADER` and forwards engine output.
+ */
+
 /** The CSV columns of the spec's export, in order; `callerIp` is deliberately not one. */
 export const CSV_COLUMNS = ['timestamp', 'agent', 'member', 'tool', 'service', 'resource', 'decision', 'reason', 'duration', 'matched_policy_ids'] as const;
 
@@ -21,19 +27,31 @@ export function csvRecord(fields: readonly string[]): string {
 
 export const CSV_HEADER = csvRecord(CSV_COLUMNS);
 
-/** An entry as one CSV record of `CSV_COLUMNS`. */
+/** First characters that make a spreadsheet read a cell as a formula (OWASP "CSV Injection"). */
+export const FORMULA_TRIGGERS = ['=', '+', '-', '@', '\t', '\r'] as const;
+
+/**
+ * Spreadsheet-formula guard (decision 015): a text cell that starts with `=`, `+`, `-`, `@`,
+ * tab or CR gets a leading `'`, so Excel, LibreOffice and Sheets show it as text instead of
+ * evaluating it. Audit text comes from agents and upstreams, i.e. from outside.
+ */
+export function formulaGuard(value: string): string {
+  return (FORMULA_TRIGGERS as readonly string[]).includes(value.charAt(0)) ? `'${value}` : value;
+}
+
+/** An entry as one CSV record of `CSV_COLUMNS`; text cells are formula-guarded, then quoted. */
 export function csvLine(entry: AuditEntry): string {
   return csvRecord([
     entry.timestamp,
-    entry.agentName,
-    entry.memberName,
-    entry.tool,
-    entry.service,
-    entry.resource,
+    formulaGuard(entry.agentName),
+    formulaGuard(entry.memberName),
+    formulaGuard(entry.tool),
+    formulaGuard(entry.service),
+    formulaGuard(entry.resource),
     entry.decision,
-    entry.reason,
+    formulaGuard(entry.reason),
     String(entry.durationMs),
-    entry.matchedPolicyIds.join(POLICY_ID_SEPARATOR),
+    formulaGuard(entry.matchedPolicyIds.join(POLICY_ID_SEPARATOR)),
   ]);
 }
 

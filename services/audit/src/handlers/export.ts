@@ -1,22 +1,23 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { ExportChunk, ExportRequest } from '@portcullis/core';
 import type { AuditStore } from '../store/audit-store.ts';
-import { CSV_HEADER, csvLine, ndjsonLine, redactPolicyIdentities } from './export-format.ts';
+import { CSV_HEADER } from './export-format.ts';
 import { toServiceError, type AuditLogger } from './grpc-errors.ts';
 import { parseExportRequest, type ParsedExportRequest } from './parse-request.ts';
 
-/** Text gathered before one `ExportChunk` is sent. */
-const CHUNK_CHARS = 64 * 1024;
+/** Most bytes in one `ExportChunk`: an engine block can be megabytes, a message should not be. */
+const CHUNK_BYTES = 64 * 1024;
 
 type ExportCall = grpc.ServerWritableStream<ExportRequest, ExportChunk>;
 
 /**
- * `Export`: streams matching entries as CSV (header first) or NDJSON, straight from the
- * store's streaming read. Memory stays flat: one store batch and one chunk at a time, and
- * the next batch is not read until gRPC has taken the previous chunks (backpressure). A
- * client that cancels stops the store query. Bad input fails before the first byte.
+ * `Export`: streams matching entries as CSV (header first) or NDJSON. The engine formats
+ * the lines (`store/export-lines.ts`); this handler only cuts its raw output into chunks of
+ * at most 64 KB. Memory stays flat: the next engine block is not fetched until gRPC has
+ * taken every chunk of the previous one (backpressure). A client that cancels stops the
+ * store query. Bad input fails before the first byte.
  */
-export function exportHandler(deps: { store: Pick<AuditStore, 'stream'>; log: AuditLogger }): grpc.handleServerStreamingCall<ExportRequest, ExportChunk> {
+export function exportHandler(deps: { store: Pick<AuditStore, 'exportLines'>; log: AuditLogger }): grpc.handleServerStreamingCall<ExportRequest, ExportChunk> {
   return async (call) => {
     let request: ParsedExportRequest;
     try {
@@ -34,25 +35,30 @@ export function exportHandler(deps: { store: Pick<AuditStore, 'stream'>; log: Au
   };
 }
 
-async function writeExport(call: ExportCall, request: ParsedExportRequest, store: Pick<AuditStore, 'stream'>): Promise<void> {
-  const line = request.format === 'csv' ? csvLine : ndjsonLine;
-  let pending = request.format === 'csv' ? CSV_HEADER : '';
-  for await (const batch of store.stream(request.filter, request.page)) {
-    for (const entry of batch) {
-      pending += line(request.redactPolicyAgentIds.has(entry.agentId) ? redactPolicyIdentities(entry) : entry);
-      if (pending.length >= CHUNK_CHARS) {
-        await send(call, pending);
-        pending = '';
-      }
+async function writeExport(call: ExportCall, request: ParsedExportRequest, store: Pick<AuditStore, 'exportLines'>): Promise<void> {
+  // The CSV header goes out with the first rows (alone if nothing matches).
+  let header: Buffer | undefined = request.format === 'csv' ? Buffer.from(CSV_HEADER, 'utf8') : undefined;
+  const lines = store.exportLines(request.filter, request.page, {
+    format: request.format,
+    redactPolicyAgentIds: [...request.redactPolicyAgentIds],
+  });
+  for await (const block of lines) {
+    let bytes = Buffer.from(block.buffer, block.byteOffset, block.byteLength);
+    if (header) {
+      bytes = Buffer.concat([header, bytes]);
+      header = undefined;
     }
-    if (call.cancelled) return; // leaving the loop cancels the store's query
+    for (let start = 0; start < bytes.length; start += CHUNK_BYTES) {
+      await send(call, bytes.subarray(start, start + CHUNK_BYTES));
+      if (call.cancelled) return; // leaving the loop cancels the store's query
+    }
   }
-  if (pending.length > 0) await send(call, pending);
+  if (header) await send(call, header);
 }
 
 /** Writes one chunk; when gRPC's buffer is full, waits until it drains (or the call ends). */
-async function send(call: ExportCall, text: string): Promise<void> {
-  if (call.write({ data: Buffer.from(text, 'utf8') })) return;
+async function send(call: ExportCall, data: Buffer): Promise<void> {
+  if (call.write({ data })) return;
   await new Promise<void>((resolve) => {
     const done = () => {
       call.off('drain', done);

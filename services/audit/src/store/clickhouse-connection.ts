@@ -1,24 +1,34 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { TrailingErrorGuard } from './stream-tail.ts';
 
 /** Where the audit store lives: a ClickHouse server, or embedded chDB in a directory. */
 export type ClickHouseTarget =
   | { kind: 'server'; url: string; username?: string | undefined; password?: string | undefined }
   | { kind: 'chdb'; path: string };
 
+/** Output formats `streamRaw` is used with: text written by the engine, passed on as is. */
+export type RawFormat = 'TabSeparatedRaw';
+
+/** The header in which servers from 25.11 on name the tag that frames a mid-stream error. */
+const EXCEPTION_TAG_HEADER = 'x-clickhouse-exception-tag';
+
 /**
  * One `@clickhouse/client` for either back end, plus a streaming read that really streams
- * on both (see `streamRows`).
+ * on both (see `streamRaw`).
  */
 export interface ClickHouseConnection {
   readonly kind: ClickHouseTarget['kind'];
   readonly client: ClickHouseClient;
   /**
-   * Runs a SELECT and yields its JSONEachRow rows in batches as the engine produces them,
-   * never holding the whole result. Leaving the loop early cancels the query.
+   * Runs a SELECT (without a FORMAT clause) and yields its output in `format` as raw bytes,
+   * chunk by chunk as the engine produces them, never holding the whole result. The next
+   * chunk is not fetched until the consumer asks for it; leaving the loop early cancels the
+   * query. An engine error, also one after the first chunk, throws; its text is never yielded.
    */
-  streamRows<T>(query: string, params: Record<string, unknown>): AsyncIterable<T[]>;
+  streamRaw(query: string, params: Record<string, unknown>, format: RawFormat): AsyncIterable<Uint8Array>;
   close(): Promise<void>;
 }
 
@@ -48,12 +58,23 @@ function connectServer(target: Extract<ClickHouseTarget, { kind: 'server' }>): C
   return {
     kind: 'server',
     client,
-    async *streamRows<T>(query: string, params: Record<string, unknown>) {
-      const resultSet = await client.query({ query, query_params: params, format: 'JSONEachRow' });
+    // `exec`, not `query(…).stream()`: the result set's stream splits rows at LF and, on
+    // servers from 25.11 on, takes any CR LF for the start of an error block — and every CSV
+    // record ends in CR LF. `exec` hands over the raw body; `TrailingErrorGuard` does the
+    // error check on it instead.
+    async *streamRaw(query: string, params: Record<string, unknown>, format: RawFormat) {
+      const abort = new AbortController();
+      const result = await client.exec({ query: `${query}\nFORMAT ${format}`, query_params: params, abort_signal: abort.signal });
+      const body = result.stream as Readable;
+      const tag = result.response_headers[EXCEPTION_TAG_HEADER];
+      const guard = new TrailingErrorGuard(typeof tag === 'string' ? tag : undefined);
       try {
-        for await (const rows of resultSet.stream<T>()) yield rows.map((row) => row.json<T>());
+        for await (const chunk of body) yield* guard.push(chunk as Buffer);
+        const tail = guard.end();
+        if (tail.length > 0) yield tail;
       } finally {
-        resultSet.close();
+        body.destroy();
+        abort.abort();
       }
     },
     close: () => client.close(),
@@ -66,7 +87,8 @@ function connectServer(target: Extract<ClickHouseTarget, { kind: 'server' }>): C
  * DateTime64, Identifier) and ping all work. One gap: the adapter's `query` materialises
  * the whole result before handing it over, so `ResultSet.stream()` is not a stream there.
  * Exports therefore open a native `Session` on the same directory (chDB shares one engine
- * per directory within a process) and use `queryStreamBind`, which fetches chunk by chunk.
+ * per directory within a process) and use `queryStreamBind`, which fetches chunk by chunk
+ * and hands over each chunk's raw bytes.
  * A Session allows one active stream, so each export gets a Session of its own.
  */
 async function connectChdb(path: string): Promise<ClickHouseConnection> {
@@ -90,13 +112,12 @@ async function connectChdb(path: string): Promise<ClickHouseConnection> {
   return {
     kind: 'chdb',
     client,
-    async *streamRows<T>(query: string, params: Record<string, unknown>) {
+    async *streamRaw(query: string, params: Record<string, unknown>, format: RawFormat) {
       const session = new Session(dataPath);
       openStreams.add(session);
       try {
-        for await (const chunk of session.queryStreamBind(query, params, { format: 'JSONEachRow' })) {
-          yield chunk.rows<T>();
-        }
+        // One chunk per engine block; the next is fetched only when the consumer asks.
+        for await (const chunk of session.queryStreamBind(query, params, { format })) yield chunk.raw();
       } finally {
         openStreams.delete(session);
         session.close();

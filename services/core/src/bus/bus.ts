@@ -4,7 +4,9 @@ import type { AuditEntry } from '../audit-entry.ts';
 export type ChangeEvent =
   | { kind: 'policy.changed'; agentId: string; policyVersion: number }
   | { kind: 'agent.changed'; agentId: string }
-  | { kind: 'key.revoked'; keyId: string; agentId: string };
+  | { kind: 'key.revoked'; keyId: string; agentId: string }
+  /** A tool session ended (reset, DELETE, expiry): its session-condition counters start fresh. */
+  | { kind: 'session.ended'; sessionId: string; agentId: string };
 
 export interface AuditConsumerOptions {
   /** Most entries handed to one `handle` call. */
@@ -60,5 +62,6 @@ export function changeSubject(prefix: string, event: ChangeEvent): string {
     case 'policy.changed': return `${prefix}policy.changed.${event.agentId}`;
     case 'agent.changed': return `${prefix}agent.changed.${event.agentId}`;
     case 'key.revoked': return `${prefix}key.revoked.${event.keyId}`;
+    case 'session.ended': return `${prefix}session.ended.${event.agentId}`;
   }
 }

@@ -134,7 +134,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       nc.publish(changeSubject(prefix, event), encoder.encode(JSON.stringify(event)));
     },
     onChange(handler) {
-      const subs = ['policy.changed.*', 'agent.changed.*', 'key.revoked.*'].map((s) =>
+      const subs = ['policy.changed.*', 'agent.changed.*', 'key.revoked.*', 'session.ended.*'].map((s) =>
         nc.subscribe(`${prefix}${s}`, {
           callback: (err, msg) => {
             if (err) return;

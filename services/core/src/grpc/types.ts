@@ -71,3 +71,15 @@ export interface MembersRequest { agentIds: string[] }
 export interface MembersResponse { members: Array<{ memberId: string; memberName: string }> }
 export interface StatsRequest { agentIds: string[]; from: string; to: string }
 export interface StatsResponse { calls: number; allowed: number; denied: number }
+export interface MemberStatsRequest { agentIds: string[]; from: string; to: string }
+/** One member's activity in `MemberStatsResponse`; `lastCallAt` is ISO 8601. */
+export interface MemberActivityMsg { memberId: string; memberName: string; calls: number; allowed: number; denied: number; lastCallAt: string }
+export interface MemberStatsResponse { members: MemberActivityMsg[] }
+
+export interface SessionActivityRequest { agentId: string; sessionId: string }
+export interface ToolUsageMsg { service: string; tool: string; calls: number; allowed: number; denied: number }
+export interface PolicyHitsMsg { policyDbId: string; policyKey: string; policyName: string; hits: number }
+export interface SessionActivityResponse {
+  calls: number; allowed: number; denied: number; firstCallAt: string; lastCallAt: string;
+  tools: ToolUsageMsg[]; policies: PolicyHitsMsg[];
+}

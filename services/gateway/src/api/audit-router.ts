@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { and, eq } from 'drizzle-orm';
-import { schema, type AuditEntryMsg, type Database } from '@portcullis/core';
+import { schema, type AuditEntryMsg, type AuditFilterMsg, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
+import { exportBody } from '../clients/export-body.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
 
@@ -23,6 +24,64 @@ export const auditQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).default(500).transform((n) => Math.min(n, 500)),
   offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
 });
+
+/** The filter fields of GET /api/audit, shared by the export. */
+export const auditFilterQuerySchema = auditQuerySchema.omit({ limit: true, offset: true });
+
+/** Most rows one paged export returns (the spec's "up to 500 per request"). */
+export const EXPORT_MAX_ROWS = 500;
+
+/**
+ * The query parameters of GET /api/audit/export: the filters of GET /api/audit, plus `max`
+ * (1..500, default 500; refused, not clamped, outside that range), `offset`, `exportAll`
+ * (`true`: every matching row after `offset`, `max` ignored) and `format` (`csv` | `ndjson`).
+ * Decision 014.
+ */
+export const auditExportQuerySchema = auditFilterQuerySchema.extend({
+  max: z.coerce.number().int().min(1).max(EXPORT_MAX_ROWS).default(EXPORT_MAX_ROWS),
+  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+  exportAll: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+  format: z.enum(['csv', 'ndjson']).default('csv'),
+});
+
+/** The wire filter for `agentIds` and the REST filter fields (absent = empty = not set). */
+export function auditFilterOf(agentIds: string[], q: z.output<typeof auditFilterQuerySchema>): AuditFilterMsg {
+  return {
+    agentIds, from: q.from ?? '', to: q.to ?? '', agent: q.agent ?? '', service: q.service ?? '', tool: q.tool ?? '',
+    result: q.result ?? '', member: q.member ?? '', policy: q.policy ?? '',
+  };
+}
+
+/** An agent whose audit data a user may read, with the user's role on it and the agent's type. */
+export interface VisibleAgent {
+  agentId: string;
+  role: 'owner' | 'member';
+  type: 'standard' | 'trusted';
+}
+
+/** The agents a user may read audit data of (owned or approved member), with role and type. */
+export async function visibleAgents(db: Database, userId: string): Promise<VisibleAgent[]> {
+  return db.select({ agentId: schema.members.agentId, role: schema.members.role, type: schema.agents.type })
+    .from(schema.members)
+    .innerJoin(schema.agents, eq(schema.agents.id, schema.members.agentId))
+    .where(and(eq(schema.members.userId, userId), eq(schema.members.status, 'approved')));
+}
+
+/**
+ * The spec: "For a trusted agent, exports for non-owner members redact policy identities."
+ * Those are the trusted agents the caller sees without being an owner.
+ */
+export function policyRedactedAgentIds(agents: readonly VisibleAgent[]): string[] {
+  return agents.filter((a) => a.type === 'trusted' && a.role !== 'owner').map((a) => a.agentId);
+}
+
+/** `portcullis-audit-20261124-071348.csv`: UTC, no characters that need quoting. */
+function exportFileName(format: 'csv' | 'ndjson', now: Date): string {
+  const stamp = now.toISOString().slice(0, 19).replaceAll('-', '').replace('T', '-').replaceAll(':', '');
+  return `portcullis-audit-${stamp}.${format}`;
+}
+
+const EXPORT_CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', ndjson: 'application/x-ndjson' } as const;
 
 /** The agents whose audit data a user may read: those they own or are an approved member of. */
 export async function visibleAgentIds(db: Database, userId: string): Promise<string[]> {
@@ -65,17 +124,47 @@ function safeJson(text: string): Record<string, unknown> {
 
 export async function auditRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: AuditClient }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.get('/api/audit', { schema: { tags: ['audit'], querystring: auditQuerySchema }, preHandler: requireUser(options.auth) }, async (request) => {
+  app.get('/api/audit', { schema: { tags: ['audit'], querystring: auditQuerySchema }, onRequest: requireUser(options.auth) }, async (request) => {
     const q = request.query;
     const agentIds = await visibleAgentIds(options.db, request.user!.id);
-    const { entries, total } = await options.audit.query({
-      filter: {
-        agentIds, from: q.from ?? '', to: q.to ?? '', agent: q.agent ?? '', service: q.service ?? '', tool: q.tool ?? '',
-        result: q.result ?? '', member: q.member ?? '', policy: q.policy ?? '',
-      },
-      limit: q.limit,
-      offset: q.offset,
-    });
+    const { entries, total } = await options.audit.query({ filter: auditFilterOf(agentIds, q), limit: q.limit, offset: q.offset });
     return { entries: entries.map(toApiEntry), total: Number(total) };
+  });
+
+  /**
+   * The export streams the audit service's chunks straight through (constant memory, with
+   * backpressure); errors before the first chunk are ordinary REST errors, and a client that
+   * goes away cancels the gRPC call and with it the store query (see `exportBody`).
+   */
+  app.get('/api/audit/export', {
+    schema: { tags: ['audit'], querystring: auditExportQuerySchema, description: 'CSV (default) or NDJSON export of the visible audit entries matching the filters.' },
+    onRequest: requireUser(options.auth),
+  }, async (request, reply) => {
+    const q = request.query;
+    const agents = await visibleAgents(options.db, request.user!.id);
+    const call = options.audit.export({
+      filter: auditFilterOf(agents.map((a) => a.agentId), q),
+      limit: q.exportAll ? 0 : q.max,
+      offset: q.offset,
+      format: q.format,
+      redactPolicyAgentIds: policyRedactedAgentIds(agents),
+    });
+    reply.raw.once('close', () => { if (!reply.raw.writableFinished) call.cancel(); });
+    const body = await exportBody(call);
+    return reply
+      .header('content-type', EXPORT_CONTENT_TYPES[q.format])
+      .header('content-disposition', `attachment; filename="${exportFileName(q.format, new Date())}"`)
+      .header('cache-control', 'no-store')
+      .header('x-content-type-options', 'nosniff')
+      .send(body);
+  });
+
+  app.get('/api/audit/members', {
+    schema: { tags: ['audit'], querystring: z.strictObject({}), description: 'Member identities appearing in the caller\'s audit data, for filter dropdowns.' },
+    onRequest: requireUser(options.auth),
+  }, async (request) => {
+    const agentIds = await visibleAgentIds(options.db, request.user!.id);
+    const { members } = await options.audit.members({ agentIds });
+    return { members: members.map((m) => ({ memberId: m.memberId, memberName: m.memberName })) };
   });
 }

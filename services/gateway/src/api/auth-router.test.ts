@@ -79,7 +79,9 @@ describe('auth routes', () => {
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining([
       '/api/auth/magic-link', '/api/auth/verify', '/api/auth/status', '/api/auth/logout',
       '/api/auth/mfa/setup', '/api/auth/mfa/verify-setup', '/api/auth/mfa/verify',
-      '/api/users/me/sessions', '/api/users/me/sessions/{id}', '/api/audit', '/api/status',
+      '/api/users/me/sessions', '/api/users/me/sessions/{id}', '/api/audit', '/api/audit/export', '/api/audit/members', '/api/status',
+      '/api/dashboard/stats', '/api/dashboard/member-stats',
+      '/api/agents/{id}/sessions', '/api/agents/{id}/my-sessions', '/api/agents/{id}/sessions/{sessionId}/activity', '/api/agents/{id}/sessions/{sessionId}/reset',
       '/api/agents', '/api/agents/{id}', '/api/agents/{id}/status', '/api/agents/{id}/services', '/api/agents/{id}/onboarding',
       '/api/agents/{id}/invite', '/api/agents/{id}/join', '/api/agents/{id}/members', '/api/agents/{id}/members/{memberId}',
       '/api/agents/{id}/members/{memberId}/status', '/api/agents/{id}/members/{memberId}/reject', '/api/agents/{id}/members/{memberId}/key',

@@ -1,7 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import {
   AuditQueryService, channelOptions,
+  type ExportChunk, type ExportRequest, type MemberStatsRequest, type MemberStatsResponse,
   type MembersRequest, type MembersResponse, type QueryRequest, type QueryResponse, type StatsRequest, type StatsResponse,
+  type SessionActivityRequest, type SessionActivityResponse,
 } from '@portcullis/core';
 
 /** `PolicyTriggersRequest` / `PolicyTriggersResponse` of `portcullis.audit.v1`. */
@@ -14,6 +16,15 @@ export interface AuditClient {
   stats(request: StatsRequest): Promise<StatsResponse>;
   /** Per policy id that matched at least once: count and newest match. Short deadline: a list waits for it. */
   policyTriggers(request: PolicyTriggersRequest): Promise<PolicyTriggersResponse>;
+  /** Per-member calls, allowed, denied and last call over the given agents. */
+  memberStats(request: MemberStatsRequest): Promise<MemberStatsResponse>;
+  /** One tool session's per-tool usage and policy hit counts. */
+  sessionActivity(request: SessionActivityRequest): Promise<SessionActivityResponse>;
+  /**
+   * `Export` as a server stream of CSV/NDJSON chunks. No deadline (a bulk export may run long):
+   * the caller cancels the call when its own client goes away (see `exportBody`).
+   */
+  export(request: ExportRequest): grpc.ClientReadableStream<ExportChunk>;
   close(): void;
 }
 
@@ -34,6 +45,9 @@ export function createAuditClient(address: string, timeoutMs = 30_000): AuditCli
     members: unary<MembersRequest, MembersResponse>('Members'),
     stats: unary<StatsRequest, StatsResponse>('Stats'),
     policyTriggers: unary<PolicyTriggersRequest, PolicyTriggersResponse>('PolicyTriggers', Math.min(timeoutMs, POLICY_TRIGGERS_TIMEOUT_MS)),
+    memberStats: unary<MemberStatsRequest, MemberStatsResponse>('MemberStats'),
+    sessionActivity: unary<SessionActivityRequest, SessionActivityResponse>('SessionActivity'),
+    export: (request) => client.Export!(request) as grpc.ClientReadableStream<ExportChunk>,
     close: () => client.close(),
   };
 }

@@ -4,6 +4,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { MemberKeyResolver } from '../modules/identity/member-key-resolver.ts';
 import type { MemberContext } from '../modules/identity/member-context.ts';
+import type { SessionRegistry } from '../modules/sessions/session-registry.ts';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { buildMcpServer, callerAuthInfo } from './mcp-server.ts';
 import type { ToolCallService } from './tool-call-service.ts';
@@ -15,12 +16,6 @@ export const JSONRPC_INVALID_REQUEST = -32600;
 export const JSONRPC_UNAUTHORIZED = -32001;
 export const JSONRPC_FORBIDDEN = -32003;
 export const JSONRPC_SESSION_NOT_FOUND = -32004;
-
-interface ToolSession {
-  transport: StreamableHTTPServerTransport;
-  keyId: string;
-  lastSeen: number;
-}
 
 declare module 'fastify' {
   interface FastifyRequest { mcpContext?: MemberContext }
@@ -49,25 +44,25 @@ function firstRequest(body: unknown): { method: string; id: unknown; name: strin
 /**
  * `/mcp`: MCP Streamable HTTP for every connector on one endpoint. The member key is checked
  * before anything is parsed; a disabled agent gets 403 (and an audit entry) on every call.
+ *
+ * Tool sessions live in the shared registry, not in this process: `initialize` records one
+ * and answers its id; every later request (on any replica) is checked against the registry
+ * and served by a transport and server made for that request alone, so no replica holds
+ * session state and no balancer needs to be sticky. An unknown, ended or expired session id,
+ * or one presented with another member key, is 404, so the client initializes again.
+ * Responses are JSON (no server-initiated messages), so `GET` (a standalone SSE stream) is 405.
  */
 export async function mcpRoutes(app: FastifyInstance, options: {
   resolver: MemberKeyResolver;
   toolCalls: ToolCallService;
+  sessions: SessionRegistry;
   bodyLimit: number;
-  sessionIdleMs: number;
 }) {
-  const sessions = new Map<string, ToolSession>();
-
-  const sweep = setInterval(() => {
-    const cutoff = Date.now() - options.sessionIdleMs;
-    for (const [id, s] of sessions) if (s.lastSeen < cutoff) { sessions.delete(id); void s.transport.close(); }
-  }, 60_000);
-  sweep.unref();
-  // preClose, not onClose: open SSE streams would keep the server from closing at all.
+  // Transports still answering; closed at shutdown (preClose: an open stream would keep the server up).
+  const open = new Set<StreamableHTTPServerTransport>();
   app.addHook('preClose', async () => {
-    clearInterval(sweep);
-    await Promise.all([...sessions.values()].map((s) => s.transport.close().catch(() => undefined)));
-    sessions.clear();
+    await Promise.all([...open].map((t) => t.close().catch(() => undefined)));
+    open.clear();
   });
 
   // The body is parsed here, not by Fastify, so malformed JSON becomes JSON-RPC -32700.
@@ -107,41 +102,51 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     }
 
     const sessionId = headerOf(request, 'mcp-session-id');
-    let session = sessionId ? sessions.get(sessionId) : undefined;
-    if (sessionId && (!session || session.keyId !== context.keyId)) {
-      return rpcError(reply, 404, JSONRPC_SESSION_NOT_FOUND, 'Session not found: initialize a new session');
+    if (request.method === 'GET') {
+      return reply.code(405).header('allow', 'POST, DELETE').type('application/json')
+        .send({ jsonrpc: '2.0', error: { code: JSONRPC_INVALID_REQUEST, message: 'This server sends no server-initiated messages: use POST' }, id: null });
     }
-    if (!session) {
-      const isInit = request.method === 'POST' && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body));
-      if (!isInit) return rpcError(reply, 400, JSONRPC_INVALID_REQUEST, 'Bad request: no valid Mcp-Session-Id; send initialize first');
-      const created: ToolSession = {
-        keyId: context.keyId,
-        lastSeen: Date.now(),
-        transport: new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          enableJsonResponse: true,
-          onsessioninitialized: (id) => { sessions.set(id, created); },
-        }),
-      };
-      created.transport.onclose = () => {
-        if (created.transport.sessionId) sessions.delete(created.transport.sessionId);
-      };
-      await buildMcpServer(options.toolCalls).connect(created.transport);
-      session = created;
+    let transport: StreamableHTTPServerTransport;
+    let servingId = sessionId;
+    if (sessionId) {
+      const session = await options.sessions.findLive(sessionId);
+      if (!session || session.keyId !== context.keyId) {
+        return rpcError(reply, 404, JSONRPC_SESSION_NOT_FOUND, 'Session not found: initialize a new session');
+      }
+      if (request.method === 'DELETE') {
+        await options.sessions.end(sessionId, 'client');
+        return reply.code(200).send();
+      }
+      options.sessions.touch(sessionId);
+      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    } else {
+      const init = request.method === 'POST' ? initializeOf(body) : undefined;
+      if (!init) return rpcError(reply, 400, JSONRPC_INVALID_REQUEST, 'Bad request: no valid Mcp-Session-Id; send initialize first');
+      const id = randomUUID();
+      servingId = id;
+      await options.sessions.open({
+        id, agentId: context.agentId, memberId: context.memberId, keyId: context.keyId,
+        clientName: init.clientName, clientVersion: init.clientVersion, protocolVersion: init.protocolVersion,
+      });
+      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id, enableJsonResponse: true });
     }
-    session.lastSeen = Date.now();
+    open.add(transport);
+    await buildMcpServer(options.toolCalls).connect(transport);
 
     reply.hijack();
     const raw = request.raw as typeof request.raw & { auth?: AuthInfo };
-    raw.auth = callerAuthInfo({ context, callerIp: request.ip });
+    raw.auth = callerAuthInfo({ context, callerIp: request.ip, sessionId: servingId });
     try {
-      await session.transport.handleRequest(raw, reply.raw, body as JSONRPCMessage | JSONRPCMessage[] | undefined);
+      await transport.handleRequest(raw, reply.raw, body as JSONRPCMessage | JSONRPCMessage[] | undefined);
     } catch (err) {
       request.log.error({ err }, 'MCP transport failed');
       if (!reply.raw.headersSent) {
         reply.raw.writeHead(500, { 'content-type': 'application/json' });
         reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }));
       }
+    } finally {
+      open.delete(transport);
+      void transport.close().catch(() => undefined);
     }
   };
 
@@ -151,6 +156,15 @@ export async function mcpRoutes(app: FastifyInstance, options: {
 function headerOf(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** The `initialize` request of a POST body (alone or in a batch): who the client is. */
+function initializeOf(body: unknown): { clientName: string; clientVersion: string; protocolVersion: string } | undefined {
+  const init = (Array.isArray(body) ? body.find(isInitializeRequest) : isInitializeRequest(body) ? body : undefined) as
+    { params: { protocolVersion: string; clientInfo: { name: string; version: string } } } | undefined;
+  if (!init) return undefined;
+  const clip = (value: unknown) => (typeof value === 'string' ? value.slice(0, 200) : '');
+  return { clientName: clip(init.params.clientInfo?.name), clientVersion: clip(init.params.clientInfo?.version), protocolVersion: clip(init.params.protocolVersion) };
 }
 
 function extractArgs(body: unknown): Record<string, unknown> {

@@ -6,7 +6,12 @@ import { listToolsFor } from './tool-catalog-view.ts';
 import type { ToolCallService } from './tool-call-service.ts';
 
 /** What the route attaches to each request for the MCP handlers (as the SDK's `authInfo`). */
-export interface McpCaller { context: MemberContext; callerIp: string }
+export interface McpCaller {
+  context: MemberContext;
+  callerIp: string;
+  /** The tool session the request belongs to (the route checked it against the registry). */
+  sessionId: string | undefined;
+}
 
 export function callerAuthInfo(caller: McpCaller): AuthInfo {
   return { token: '', clientId: caller.context.keyId, scopes: [], extra: { caller } };
@@ -19,7 +24,7 @@ function callerOf(authInfo: AuthInfo | undefined): McpCaller {
 }
 
 /**
- * One MCP server per tool session. Handlers read the caller of the current request (not of
+ * One MCP server per request (the route builds one for each). Handlers read the caller of the current request (not of
  * the session's first request), so approvals, revocations and new connections apply at once.
  */
 export function buildMcpServer(toolCalls: ToolCallService): Server {
@@ -31,7 +36,7 @@ export function buildMcpServer(toolCalls: ToolCallService): Server {
     return toolCalls.callTool(caller.context, {
       name: request.params.name,
       args: request.params.arguments ?? {},
-      sessionId: extra.sessionId,
+      sessionId: caller.sessionId,
       callerIp: caller.callerIp,
     });
   });

@@ -15,6 +15,8 @@ export interface SessionCounters {
   read(sessionId: string, policyKeys: readonly string[]): number[];
   /** Records one allowed call of `sessionId` for each of `policyKeys` (the session-limited policies covering the tool). */
   recordAllowed(sessionId: string, policyKeys: readonly string[]): void;
+  /** Drops every count of `sessionId` (the session ended or was reset). */
+  forget(sessionId: string): void;
 }
 
 export interface InMemorySessionCountersOptions {
@@ -51,6 +53,9 @@ export function createInMemorySessionCounters(options: InMemorySessionCountersOp
         if (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value!);
       }
       for (const key of policyKeys) counts.set(key, (counts.get(key) ?? 0) + 1);
+    },
+    forget(sessionId) {
+      sessions.delete(sessionId);
     },
     get size() {
       return sessions.size;

@@ -12,3 +12,4 @@ export { connectorCredentials } from './connector-credentials.ts';
 export { oauthFlows, type OAuthFlowTarget } from './oauth-flows.ts';
 export { oauthClients } from './oauth-clients.ts';
 export { harvestedEntities } from './harvested-entities.ts';
+export { toolSessions, type ToolSessionStatus } from './tool-sessions.ts';

@@ -27,7 +27,7 @@ export function createMemberKeyResolver(deps: { db: Database; bus: Bus; ttlMs?: 
   const unsubscribe = deps.bus.onChange((event) => {
     for (const [digest, entry] of cache) {
       if (event.kind === 'key.revoked' && entry.context.keyId === event.keyId) cache.delete(digest);
-      else if (event.kind !== 'key.revoked' && entry.context.agentId === event.agentId) cache.delete(digest);
+      else if ((event.kind === 'agent.changed' || event.kind === 'policy.changed') && entry.context.agentId === event.agentId) cache.delete(digest);
     }
   });
 

@@ -1,0 +1,148 @@
+import { join } from 'node:path';
+import { Session } from 'chdb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditEntry } from '@portcullis/core';
+import { csvLine, ndjsonLine, redactPolicyIdentities } from '../handlers/export-format.ts';
+import { makeEntry, makeTempDir } from '../testing/audit-entries.ts';
+import type { AuditFilter } from './audit-filter.ts';
+import { openAuditStore, type AuditStore, type ExportOptions } from './audit-store.ts';
+
+/**
+ * The engine formats exports (`export-lines.ts`); these tests hold its bytes to the JS
+ * reference formatter (`handlers/export-format.ts`), and check order, FINAL and paging.
+ */
+const dir = makeTempDir('export-lines');
+let store: AuditStore;
+
+const AWK = 'agent-awkward';
+
+/** Values that need quoting, the formula guard, escaping in JSON, or none of it. */
+const awkward: AuditEntry[] = [
+  makeEntry({
+    agentId: AWK, agentName: 'Ops, "prod"', memberName: 'Maria "M" García', timestamp: '2026-10-01T10:00:00.000Z',
+    tool: 'delete_repo', service: 'github', resource: 'GithubMCP::Repository::"acme/api"', decision: 'DENY',
+    reason: 'Blocked after hours,\nask an owner', durationMs: 41.5, matchedPolicyIds: ['night-forbid', 'repo-guard'],
+    matchedPolicyNames: ['Night forbid', 'Repo guard'], policyDbIds: ['pol-1', 'pol-2'], policyVersionIds: ['ver-1', 'ver-2'],
+    toolArgs: { path: 'a/b\\c', note: 'say "hi"\r\n', nested: { list: [1, 2.5, null, true], empty: {} }, unicode: 'Ünïcødé ✓ 🚀' },
+  }),
+  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:01.000Z', agentName: '=HYPERLINK("http://evil.example","x")', memberName: '+1 555 0100', reason: '-2+3', tool: '@SUM(A1)', durationMs: 0.1 + 0.2 }),
+  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:02.000Z', reason: '\tTabbed', resource: '\rCarriage', memberName: '', durationMs: 3, matchedPolicyIds: ['=cmd|calc'] }),
+  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:03.000Z', reason: 'a\r\nb "c", d', service: 'sl,ack', tool: 'post"message', toolArgs: {} }),
+  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:04.000Z', reason: 'not -a formula; O\'Brien', matchedPolicyIds: ['a', 'b', 'c'], durationMs: 1234567.125 }),
+];
+const noSession = (() => {
+  const { sessionId: _omit, ...entry } = makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:05.000Z' });
+  return entry as AuditEntry;
+})();
+const allAwkward = [...awkward, noSession];
+
+async function exportText(filter: AuditFilter, options: Partial<ExportOptions> = {}, page = { limit: 0, offset: 0 }): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const chunk of store.exportLines(filter, page, { format: 'csv', redactPolicyAgentIds: [], ...options })) parts.push(Buffer.from(chunk));
+  return Buffer.concat(parts).toString('utf8');
+}
+
+beforeAll(async () => {
+  store = await openAuditStore({ target: { kind: 'chdb', path: join(dir.path, 'audit') }, database: 'portcullis' });
+  await store.insert(allAwkward);
+});
+
+afterAll(async () => {
+  await store?.close();
+  dir.remove();
+});
+
+describe('CSV lines', () => {
+  it('are byte for byte the reference formatter\'s records: RFC 4180 quoting, CRLF, formula guard, no callerIp', async () => {
+    const text = await exportText({ agentIds: [AWK] });
+    expect(text).toBe(allAwkward.map(csvLine).join(''));
+    expect(text).not.toContain('203.0.113.7');
+    // The guard, spelled out once: a leading ' inside the (quoted where needed) cell.
+    expect(text).toContain(`,"'=HYPERLINK(""http://evil.example"",""x"")",'+1 555 0100,'@SUM(A1),github,`);
+    expect(text).toContain(",'-2+3,0.30000000000000004,\r\n");
+    expect(text).toContain(`,"'\rCarriage",ALLOW,'\tTabbed,3,'=cmd|calc\r\n`);
+    expect(text).toContain(",not -a formula; O'Brien,1234567.125,a;b;c\r\n");
+  });
+
+  it('empty the policy keys of listed agents only', async () => {
+    const text = await exportText({ agentIds: [AWK] }, { redactPolicyAgentIds: [AWK] });
+    expect(text).toBe(allAwkward.map((e) => csvLine(redactPolicyIdentities(e))).join(''));
+    expect(await exportText({ agentIds: [AWK] }, { redactPolicyAgentIds: ['agent-other'] })).toBe(allAwkward.map(csvLine).join(''));
+  });
+});
+
+describe('NDJSON lines', () => {
+  it('are byte for byte JSON.stringify of the entries as written (sessionId absent when absent, toolArgs an object)', async () => {
+    const text = await exportText({ agentIds: [AWK] }, { format: 'ndjson' });
+    expect(text).toBe(allAwkward.map(ndjsonLine).join(''));
+    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual(allAwkward);
+  });
+
+  it('empty every policy identity of listed agents', async () => {
+    const text = await exportText({ agentIds: [AWK] }, { format: 'ndjson', redactPolicyAgentIds: [AWK] });
+    expect(text).toBe(allAwkward.map((e) => ndjsonLine(redactPolicyIdentities(e))).join(''));
+    for (const secret of ['night-forbid', 'Night forbid', 'pol-1', 'ver-1']) expect(text).not.toContain(secret);
+  });
+
+  it('write {} for stored tool arguments that are not a JSON object, as a Query read does', async () => {
+    const agentId = 'agent-bad-args';
+    const entry = makeEntry({ agentId, timestamp: '2026-10-02T00:00:00.000Z' });
+    await store.insert([entry]);
+    const session = new Session(join(dir.path, 'audit'));
+    try {
+      session.query(`ALTER TABLE portcullis.audit_entries UPDATE tool_args = '[1,2]' WHERE agent_id = '${agentId}' SETTINGS mutations_sync = 1`);
+    } finally {
+      session.close();
+    }
+    const [line] = (await exportText({ agentIds: [agentId] }, { format: 'ndjson' })).trimEnd().split('\n');
+    expect(JSON.parse(line!)).toEqual({ ...entry, toolArgs: {} });
+    expect((await store.query({ agentIds: [agentId] }, { limit: 1, offset: 0 })).entries[0]!.toolArgs).toEqual({});
+  });
+});
+
+describe('order, FINAL and paging', () => {
+  // Three agents over three monthly partitions, written in several unmerged parts, some twice.
+  const agents = ['agent-order-b', 'agent-order-a', 'agent-order-c'];
+  const spread = agents.flatMap((agentId, a) => Array.from({ length: 30 }, (_, i) =>
+    makeEntry({ agentId, agentName: agentId, timestamp: new Date(Date.UTC(2026, 7 + (i % 3), 1 + a, 0, 0, i)).toISOString(), reason: `${agentId}-${i}` })));
+  const keyOrder = [...spread].sort((x, y) => (x.agentId === y.agentId ? x.timestamp.localeCompare(y.timestamp) : x.agentId.localeCompare(y.agentId)));
+
+  beforeAll(async () => {
+    const session = new Session(join(dir.path, 'audit'));
+    try {
+      session.query('SYSTEM STOP MERGES portcullis.audit_entries');
+      for (let i = 0; i < spread.length; i += 7) await store.insert(spread.slice(i, i + 7));
+      await store.insert(spread.filter((_, i) => i % 4 === 0)); // redelivered copies
+    } finally {
+      session.close();
+    }
+  });
+
+  afterAll(() => {
+    const session = new Session(join(dir.path, 'audit'));
+    try {
+      session.query('SYSTEM START MERGES portcullis.audit_entries');
+    } finally {
+      session.close();
+    }
+  });
+
+  const reasons = (text: string) => text.trimEnd().split('\n').map((line) => (JSON.parse(line) as AuditEntry).reason);
+
+  it('come in the sort key order (agent, time) across partitions and unmerged parts, each id once', async () => {
+    expect(reasons(await exportText({ agentIds: agents }, { format: 'ndjson' }))).toEqual(keyOrder.map((e) => e.reason));
+  });
+
+  it('page with limit and offset over that order', async () => {
+    expect(reasons(await exportText({ agentIds: agents }, { format: 'ndjson' }, { limit: 7, offset: 28 }))).toEqual(keyOrder.slice(28, 35).map((e) => e.reason));
+    expect(reasons(await exportText({ agentIds: agents }, { format: 'ndjson' }, { limit: 0, offset: 85 }))).toEqual(keyOrder.slice(85).map((e) => e.reason));
+  });
+
+  it('apply the filter, and bind its values', async () => {
+    const from = new Date(Date.UTC(2026, 8, 1)), to = new Date(Date.UTC(2026, 8, 30));
+    const expected = keyOrder.filter((e) => e.agentId !== 'agent-order-c' && e.timestamp >= from.toISOString() && e.timestamp <= to.toISOString());
+    expect(reasons(await exportText({ agentIds: ['agent-order-a', 'agent-order-b'], from, to }, { format: 'ndjson' }))).toEqual(expected.map((e) => e.reason));
+    expect(await exportText({ agentIds: agents, agent: "' OR 1=1 --" })).toBe('');
+    expect(await exportText({ agentIds: [] })).toBe('');
+  });
+});

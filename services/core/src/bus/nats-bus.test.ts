@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { AuditEntry } from '../audit-entry.ts';
+import { TEST_NATS_URL, uniqueSubjectPrefix } from '../testing/index.ts';
+import type { Bus } from './bus.ts';
+import { createNatsBus } from './nats-bus.ts';
+
+const prefix = uniqueSubjectPrefix('bus_live');
+const streamName = `${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}AUDIT`;
+
+const entry = (over: Partial<AuditEntry> = {}): AuditEntry => ({
+  id: randomUUID(), timestamp: new Date().toISOString(), agentId: randomUUID(), agentName: 'A', memberId: 'm', memberName: 'm@x', memberKeyId: 'k',
+  service: 'github', tool: 'get_me', action: 'GithubMCP::Action::"get_me"', resource: 'GithubMCP::Service::"github"', callerIp: '127.0.0.1',
+  toolArgs: {}, decision: 'ALLOW', reason: 'No forbid policy matched', matchedPolicyIds: [], matchedPolicyNames: [], policyVersionIds: [], policyDbIds: [],
+  durationMs: 1, principal: 'Portcullis::Member::"m"', ...over,
+});
+
+/** Collects what a handler receives; `until` waits for a condition on it (5 s at most). */
+function collector() {
+  const seen: AuditEntry[] = [];
+  const waiters = new Set<() => void>();
+  return {
+    seen,
+    handler: (e: AuditEntry) => { seen.push(e); for (const w of [...waiters]) w(); },
+    until(condition: (seen: AuditEntry[]) => boolean): Promise<void> {
+      return new Promise((resolve, reject) => {
+        const check = () => { if (condition(seen)) { waiters.delete(check); clearTimeout(timer); resolve(); } };
+        const timer = setTimeout(() => { waiters.delete(check); reject(new Error(`condition not met; saw ${seen.length} entries`)); }, 5_000);
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+describe('NATS bus: live audit entries (onAuditEntry)', () => {
+  let replicaA: Bus;
+  let replicaB: Bus;
+
+  beforeAll(async () => {
+    replicaA = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: prefix, name: 'replica-a' });
+    replicaB = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: prefix, name: 'replica-b' });
+  });
+  afterAll(async () => {
+    await replicaA?.close();
+    await replicaB?.close();
+    const nc = await connect({ servers: TEST_NATS_URL });
+    try { await (await jetstreamManager(nc)).streams.delete(streamName).catch(() => undefined); } finally { await nc.close(); }
+  });
+
+  it('delivers every entry published through JetStream, on any agent, to every replica\'s subscriber', async () => {
+    const onA = collector();
+    const onB = collector();
+    const offA = replicaA.onAuditEntry(onA.handler);
+    const offB = replicaB.onAuditEntry(onB.handler);
+    await replicaA.ping();
+    await replicaB.ping();
+
+    const published = [entry(), entry({ decision: 'DENY' }), entry({ sessionId: randomUUID() })];
+    for (const e of published) await replicaA.publishAudit(e);
+    const ids = published.map((e) => e.id);
+    await onA.until((seen) => ids.every((id) => seen.some((s) => s.id === id)));
+    await onB.until((seen) => ids.every((id) => seen.some((s) => s.id === id)));
+    expect(onB.seen.filter((s) => ids.includes(s.id))).toEqual(published);
+    offA();
+    offB();
+  });
+
+  it('passes both stages of a call and every repeat of a publish (the durable stream keeps one copy each); callers de-duplicate', async () => {
+    const live = collector();
+    const off = replicaB.onAuditEntry(live.handler);
+    await replicaB.ping();
+    const decision = entry({ stage: 'decision', durationMs: 0 });
+    const complete: AuditEntry = { ...decision, stage: 'complete', durationMs: 12 };
+    await replicaA.publishAudit(decision);
+    await replicaA.publishAudit(complete);
+    await replicaA.publishAudit(complete); // a retried publish
+    await live.until((seen) => seen.filter((s) => s.id === decision.id).length === 3);
+    expect(live.seen.filter((s) => s.id === decision.id).map((s) => s.stage)).toEqual(['decision', 'complete', 'complete']);
+
+    const nc = await connect({ servers: TEST_NATS_URL });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const stored = await jsm.streams.getMessage(streamName, { last_by_subj: `${prefix}audit.entries.${decision.agentId}` });
+      expect(stored?.json<AuditEntry>()).toMatchObject({ id: decision.id, stage: 'complete' });
+      const info = await jsm.streams.info(streamName, { subjects_filter: `${prefix}audit.entries.${decision.agentId}` });
+      expect(info.state.subjects?.[`${prefix}audit.entries.${decision.agentId}`]).toBe(2);
+    } finally {
+      await nc.close();
+    }
+    off();
+  });
+
+  it('ignores messages that are not audit entries, and stops delivering once unsubscribed', async () => {
+    const live = collector();
+    const off = replicaA.onAuditEntry(live.handler);
+    await replicaA.ping();
+    const nc = await connect({ servers: TEST_NATS_URL });
+    try {
+      nc.publish(`${prefix}audit.entries.${randomUUID()}`, 'not json');
+      nc.publish(`${prefix}audit.entries.${randomUUID()}`, JSON.stringify({ id: 'x' }));
+      await nc.flush();
+    } finally {
+      await nc.close();
+    }
+    const marker = entry();
+    await replicaB.publishAudit(marker);
+    await live.until((seen) => seen.some((s) => s.id === marker.id));
+    expect(live.seen.map((s) => s.id)).toEqual([marker.id]);
+
+    off();
+    await replicaA.ping();
+    const control = collector();
+    const offControl = replicaB.onAuditEntry(control.handler);
+    await replicaB.ping();
+    const after = entry();
+    await replicaB.publishAudit(after);
+    await control.until((seen) => seen.some((s) => s.id === after.id));
+    await replicaA.ping();
+    expect(live.seen.map((s) => s.id)).toEqual([marker.id]);
+    offControl();
+  });
+});

@@ -1,0 +1,30 @@
+import { index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { agents } from './agents.ts';
+import { memberKeys } from './member-keys.ts';
+import { members } from './members.ts';
+
+export type ToolSessionStatus = 'active' | 'terminated';
+
+/**
+ * An MCP tool session (`Mcp-Session-Id`), shared by every gateway replica: any replica serves
+ * any request of a live session. `lastSeenAt` is written in batches, so it may lag a request
+ * by a few seconds; a session idle past `TOOL_SESSION_IDLE_MINUTES` is expired.
+ */
+export const toolSessions = pgTable('tool_sessions', {
+  id: text('id').primaryKey(),
+  agentId: uuid('agent_id').notNull().references(() => agents.id, { onDelete: 'cascade' }),
+  memberId: uuid('member_id').notNull().references(() => members.id, { onDelete: 'cascade' }),
+  keyId: uuid('key_id').notNull().references(() => memberKeys.id, { onDelete: 'cascade' }),
+  clientName: text('client_name').notNull().default(''),
+  clientVersion: text('client_version').notNull().default(''),
+  protocolVersion: text('protocol_version').notNull().default(''),
+  status: text('status').$type<ToolSessionStatus>().notNull().default('active'),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
+  endedAt: timestamp('ended_at', { withTimezone: true }),
+  /** Why it ended: `client` (DELETE), `reset` (an owner or the member), `expired` (idle), `key` (its key revoked). */
+  endReason: text('end_reason'),
+}, (t) => [
+  index('tool_sessions_agent_idx').on(t.agentId, t.createdAt),
+  index('tool_sessions_member_idx').on(t.memberId, t.createdAt),
+]);

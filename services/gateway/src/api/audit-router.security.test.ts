@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ACTORS, createApiHarness, signInRoleActors, type ApiHarness, type RoleActors } from '../testing/index.ts';
+
+/**
+ * The audit and dashboard routes (decision 014) as every actor, and their answers to bad
+ * input, without an audit service: this harness points AUDIT_URL at a closed port. So every
+ * signed-in caller who passes validation gets 503 `unavailable` — proof that access checks
+ * and validation ran first and that an unreachable audit service is never a 500. What each
+ * actor *sees* with a real audit service is in test/integration/audit-api.test.ts.
+ */
+
+const ROUTES = ['/api/audit', '/api/audit/export', '/api/audit/members', '/api/dashboard/stats', '/api/dashboard/member-stats'];
+
+let h: ApiHarness;
+let roles: RoleActors;
+let agentId: string;
+
+beforeAll(async () => {
+  h = await createApiHarness();
+  roles = await signInRoleActors(h, 'auditsec');
+  agentId = await roles.agentWithMembers({ name: 'Audited' });
+});
+afterAll(async () => { await h?.close(); });
+
+type ErrorBody = { error: { code: string; message: string; requestId?: string; details?: { field?: string; in?: string } } };
+const get = (url: string, cookie?: string) => h.request({ method: 'GET', url, ...(cookie ? { cookie } : {}) });
+
+describe.each(ROUTES)('GET %s', (route) => {
+  it.each(ACTORS)('as %s: 401 anonymous, otherwise 503 unavailable (the audit service is down), never 500', async (actor) => {
+    const res = await get(route, roles.cookieOf[actor]);
+    const expected = actor === 'anonymous' ? 401 : 503;
+    expect(res.statusCode, res.body).toBe(expected);
+    const body = res.json() as ErrorBody;
+    expect(body.error.code).toBe(expected === 401 ? 'unauthenticated' : 'unavailable');
+    expect(body.error.requestId).toBeTypeOf('string');
+    expect(res.body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|stack|at /);
+  });
+
+  it('answers anonymous callers 401 before looking at the parameters', async () => {
+    const res = await get(`${route}?limit=abc&max=-1&from=never&bogus=1`);
+    expect(res.statusCode).toBe(401);
+  });
+});
+
+describe('bad query parameters → 400 invalid_request naming the field, never 500', () => {
+  const cases: Array<[route: string, query: string, field: string, unknown?: 'unknown']> = [
+    ['/api/audit/export', 'max=0', 'max'],
+    ['/api/audit/export', 'max=501', 'max'],
+    ['/api/audit/export', 'max=-5', 'max'],
+    ['/api/audit/export', 'max=ten', 'max'],
+    ['/api/audit/export', 'max=1.5', 'max'],
+    ['/api/audit/export', 'offset=-1', 'offset'],
+    ['/api/audit/export', 'offset=abc', 'offset'],
+    ['/api/audit/export', 'exportAll=yes', 'exportAll'],
+    ['/api/audit/export', 'exportAll=1', 'exportAll'],
+    ['/api/audit/export', 'format=xlsx', 'format'],
+    ['/api/audit/export', 'result=MAYBE', 'result'],
+    ['/api/audit/export', "result=ALLOW' OR 1=1 --", 'result'],
+    ['/api/audit/export', 'from=not-a-date', 'from'],
+    ['/api/audit/export', 'to=31/12/2026', 'to'],
+    ['/api/audit/export', 'limit=10', 'limit', 'unknown'],
+    ['/api/audit/export', 'agent=a&agent=b', 'agent'],
+    ['/api/audit/export', `tool=${'x'.repeat(201)}`, 'tool'],
+    ['/api/audit/export', 'callerIp=1.2.3.4', 'callerIp', 'unknown'],
+    ['/api/audit/members', 'agentId=x', 'agentId', 'unknown'],
+    ['/api/dashboard/stats', 'from=yesterday', 'from'],
+    ['/api/dashboard/stats', 'agentId=x', 'agentId', 'unknown'],
+    ['/api/dashboard/member-stats', 'to=soon', 'to'],
+    ['/api/dashboard/member-stats', 'agentId=not-a-uuid', 'agentId'],
+    ['/api/dashboard/member-stats', "agentId=' OR 1=1 --", 'agentId'],
+    ['/api/dashboard/member-stats', 'limit=5', 'limit', 'unknown'],
+    ['/api/dashboard/member-stats', 'from=2026-10-01&from=2026-10-02', 'from'],
+  ];
+  it.each(cases)('GET %s?%s', async (route, query, field, unknown) => {
+    const res = await get(`${route}?${query}`, roles.cookieOf.owner);
+    expect(res.statusCode, res.body).toBe(400);
+    const body = res.json() as ErrorBody;
+    expect(body.error.code).toBe('invalid_request');
+    expect(body.error.details?.in).toBe('querystring');
+    // Unknown parameters are reported as a whole (`details.field` "querystring", see validation.ts) with their names in the message.
+    if (unknown) expect(body.error.message).toContain(field);
+    else expect(body.error.details?.field).toBe(field);
+  });
+});
+
+describe('member-stats for one agent', () => {
+  it('answers 404 for an agent the caller cannot see, the same as for one that does not exist', async () => {
+    for (const actor of ['outsider', 'pending', 'rejected'] as const) {
+      const res = await get(`/api/dashboard/member-stats?agentId=${agentId}`, roles.cookieOf[actor]);
+      expect(res.statusCode, `${actor}: ${res.body}`).toBe(404);
+      expect((res.json() as ErrorBody).error).toMatchObject({ code: 'not_found', message: 'Agent not found.' });
+    }
+    const ghost = await get(`/api/dashboard/member-stats?agentId=${randomUUID()}`, roles.cookieOf.owner);
+    expect(ghost.statusCode).toBe(404);
+    expect((ghost.json() as ErrorBody).error).toMatchObject({ code: 'not_found', message: 'Agent not found.' });
+  });
+
+  it('passes the access check for the owner and an approved member (then the audit service is down: 503)', async () => {
+    for (const actor of ['owner', 'member'] as const) {
+      expect((await get(`/api/dashboard/member-stats?agentId=${agentId}`, roles.cookieOf[actor])).statusCode).toBe(503);
+    }
+  });
+});
+
+describe('OpenAPI', () => {
+  it('documents the audit and dashboard routes with their query parameters', async () => {
+    const doc = (await h.request({ method: 'GET', url: '/api/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { tags?: string[]; parameters?: Array<{ name: string; in: string }> }>>;
+    };
+    const params = (path: string) => doc.paths[path]?.get?.parameters?.map((p) => p.name).sort();
+    expect(doc.paths['/api/audit/export']?.get?.tags).toEqual(['audit']);
+    expect(params('/api/audit/export')).toEqual(['agent', 'exportAll', 'format', 'from', 'max', 'member', 'offset', 'policy', 'result', 'service', 'to', 'tool']);
+    expect(doc.paths['/api/audit/members']?.get?.tags).toEqual(['audit']);
+    expect(doc.paths['/api/dashboard/stats']?.get?.tags).toEqual(['dashboard']);
+    expect(params('/api/dashboard/stats')).toEqual(['from', 'to']);
+    expect(params('/api/dashboard/member-stats')).toEqual(['agentId', 'from', 'to']);
+  });
+});

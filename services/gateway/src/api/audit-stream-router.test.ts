@@ -1,0 +1,306 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { and, eq } from 'drizzle-orm';
+import { schema, type AuditEntry } from '@portcullis/core';
+import { createApiHarness, openSseStream, signInRoleActors, type ApiHarness, type RoleActors, type SseEvent, type SseStream } from '../testing/index.ts';
+import { toApiEntry } from './audit-router.ts';
+import { entryMessageOf } from '../modules/audit/audit-stream-filter.ts';
+
+const M1 = randomUUID();
+const M2 = randomUUID();
+const P1 = randomUUID();
+
+function makeEntry(over: Partial<AuditEntry>): AuditEntry {
+  return {
+    id: randomUUID(), timestamp: new Date().toISOString(), agentId: 'unset', agentName: 'unset',
+    memberId: M1, memberName: 'maria@example.com', memberKeyId: randomUUID(), service: 'github', tool: 'create_issue',
+    action: 'GithubMCP::Action::"create_issue"', resource: 'GithubMCP::Service::"github"', callerIp: '127.0.0.1',
+    toolArgs: { title: 'hello' }, decision: 'ALLOW', reason: 'No forbid policy matched', matchedPolicyIds: [], matchedPolicyNames: [],
+    policyVersionIds: [], policyDbIds: [], durationMs: 3, principal: `Portcullis::Member::"${M1}"`, ...over,
+  };
+}
+
+const entriesOf = (s: SseStream) => s.events.filter((e) => e.event === 'entry');
+const idIs = (id: string) => (e: SseEvent) => e.event === 'entry' && e.id === id;
+
+describe('GET /api/audit/stream (in-process bus)', () => {
+  let h: ApiHarness;
+  let base: string;
+  let actors: RoleActors;
+  /** Owned by `owner`, with `member` approved and `pending`/`rejected` rows. */
+  let support: string;
+  /** Owned by `owner` alone. */
+  let devops: string;
+  /** Owned by `outsider`. */
+  let outsiders: string;
+  /** Owned by `pending` and by `rejected` (who are not members of `support`). */
+  let pendings: string;
+  let rejecteds: string;
+  const open: SseStream[] = [];
+
+  const stream = async (cookie: string | undefined, query = ''): Promise<SseStream> => {
+    const s = await openSseStream(`${base}/api/audit/stream${query}`, { headers: cookie ? { cookie } : {} });
+    open.push(s);
+    expect(s.status, s.errorBody).toBe(200);
+    return s;
+  };
+  const publish = async (...entries: AuditEntry[]) => { for (const e of entries) await h.bus.publishAudit(e); };
+  const at = (agentId: string, over: Partial<AuditEntry> = {}) =>
+    makeEntry({ agentId, agentName: agentId === support ? 'Support Assistant' : agentId === devops ? 'DevOps Copilot' : 'Outsider bot', ...over });
+
+  beforeAll(async () => {
+    h = await createApiHarness({ AUDIT_STREAM_HEARTBEAT_MS: '200', AUDIT_STREAM_MAX_PER_USER: '20' });
+    base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    actors = await signInRoleActors(h, 'stream');
+    support = await actors.agentWithMembers({ name: 'Support Assistant' });
+    const created = async (cookie: string, name: string) => {
+      const res = await h.request({ method: 'POST', url: '/api/agents', payload: { name }, cookie });
+      expect(res.statusCode).toBe(201);
+      return (res.json() as { id: string }).id;
+    };
+    devops = await created(actors.cookieOf.owner!, 'DevOps Copilot');
+    outsiders = await created(actors.cookieOf.outsider!, 'Outsider bot');
+    pendings = await created(actors.cookieOf.pending!, 'Own');
+    rejecteds = await created(actors.cookieOf.rejected!, 'Own');
+  });
+  afterAll(async () => {
+    for (const s of open) s.close();
+    await h?.close();
+  });
+
+  it('answers 401 to an anonymous caller (before its query is read) and 400 in the error shape to bad filters', async () => {
+    for (const query of ['', '?result=MAYBE']) {
+      const res = await h.request({ method: 'GET', url: `/api/audit/stream${query}` });
+      expect(res.statusCode).toBe(401);
+      expect(res.json()).toMatchObject({ error: { code: 'unauthenticated' } });
+    }
+    const owner = actors.cookieOf.owner!;
+    const bad: Array<[string, string]> = [
+      ['result=MAYBE', 'result'],
+      ['result=allow', 'result'],
+      ['from=yesterday', 'from'],
+      ['from=2026-13-01', 'from'],
+      ['to=2026-10-01T25:00:00Z', 'to'],
+      ['from=2026-10-02&to=2026-10-01', 'from'],
+      ['limit=10', 'limit'],
+      ['agent=' + 'x'.repeat(201), 'agent'],
+      ["tool=x'%20OR%201=1&color=red", 'color'],
+    ];
+    for (const [query, field] of bad) {
+      const res = await h.request({ method: 'GET', url: `/api/audit/stream?${query}`, cookie: owner });
+      expect(res.statusCode, query).toBe(400);
+      expect(res.headers['content-type']).toContain('application/json');
+      const body = res.json() as { error: { code: string; message: string; details?: { field?: string } } };
+      expect(body.error.code).toBe('invalid_request');
+      // Unknown parameters are named in the message, the others in `details.field` too.
+      expect(`${body.error.details?.field} ${body.error.message}`, query).toContain(field);
+    }
+  });
+
+  it('pushes each call once — its complete record, in the shape GET /api/audit lists — as `entry` events with the entry id', async () => {
+    const s = await stream(actors.cookieOf.owner);
+    expect(s.status).toBe(200);
+    expect(s.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(s.headers.get('cache-control')).toContain('no-cache');
+
+    const allowed = at(support, { durationMs: 0, stage: 'decision' });
+    const completed: AuditEntry = { ...allowed, durationMs: 42, stage: 'complete', timestamp: allowed.timestamp.replace('Z', '+00:00') };
+    const denied = at(support, { decision: 'DENY', reason: 'Nope', matchedPolicyIds: ['no-issues'], matchedPolicyNames: ['No issues'], policyDbIds: [P1], policyVersionIds: [randomUUID()] });
+    await publish(allowed, completed, completed, denied);
+    await s.waitFor(idIs(denied.id));
+
+    const got = entriesOf(s);
+    expect(got.map((e) => e.id)).toEqual([allowed.id, denied.id]);
+    const first = JSON.parse(got[0]!.data) as Record<string, unknown>;
+    expect(first).toEqual(toApiEntry(entryMessageOf(completed)));
+    expect(first).toMatchObject({ id: allowed.id, durationMs: 42, user: 'maria@example.com', timestamp: allowed.timestamp, toolArgs: { title: 'hello' } });
+    expect(first).not.toHaveProperty('stage');
+    expect(first).not.toHaveProperty('policyDbIds');
+    expect(JSON.parse(got[1]!.data)).toMatchObject({ decision: 'DENY', reason: 'Nope', matchedPolicyIds: ['no-issues'] });
+  });
+
+  it('honours every filter of GET /api/audit', async () => {
+    const batch = () => [
+      at(support, { tool: 'create_issue', memberId: M1 }),
+      at(support, { tool: 'List_Issues', decision: 'DENY', memberId: M2, memberName: 'li@example.com', policyDbIds: [P1] }),
+      at(support, { service: 'slack', tool: 'post_message', memberId: M1 }),
+      at(devops, { service: 'githubx', tool: 'get_me', memberId: M2, memberName: 'li@example.com' }),
+      at(devops, { timestamp: '2026-10-01T00:00:00.000Z' }),
+      at(devops, { timestamp: '2026-10-01T23:59:59.999Z' }),
+      at(devops, { timestamp: '2026-10-02T00:00:00.000Z' }),
+    ];
+    // Each case: the query, which of batch() it lets through (by index), and a last entry it
+    // matches, so that once that arrives every earlier entry has been decided.
+    const cases: Array<{ query: string; expected: number[]; sentinel: Partial<AuditEntry> & { agentId: string } }> = [
+      { query: 'agent=SUPPORT', expected: [0, 1, 2], sentinel: { agentId: support } },
+      { query: 'agent=copilot', expected: [3, 4, 5, 6], sentinel: { agentId: devops } },
+      { query: 'service=github', expected: [0, 1, 4, 5, 6], sentinel: { agentId: support } },
+      { query: 'tool=ISSUE', expected: [0, 1, 4, 5, 6], sentinel: { agentId: devops, tool: 'update_issue' } },
+      { query: 'result=DENY', expected: [1], sentinel: { agentId: devops, decision: 'DENY' } },
+      { query: `member=${M1}`, expected: [0, 2, 4, 5, 6], sentinel: { agentId: support } },
+      // An e-mail is compared as an id: only an entry whose member id is literally that text matches.
+      { query: 'member=li%40example.com', expected: [], sentinel: { agentId: support, memberId: 'li@example.com' } },
+      { query: `policy=${P1}`, expected: [1], sentinel: { agentId: devops, policyDbIds: [randomUUID(), P1] } },
+      { query: 'from=2026-10-01&to=2026-10-01', expected: [4, 5], sentinel: { agentId: devops, timestamp: '2026-10-01T12:00:00+02:00' } },
+      { query: 'from=2026-10-01T23:59:59.999Z', expected: [0, 1, 2, 3, 5, 6], sentinel: { agentId: devops } },
+      { query: `service=github&result=ALLOW&member=${M1}`, expected: [0, 4, 5, 6], sentinel: { agentId: support } },
+    ];
+    for (const c of cases) {
+      const s = await stream(actors.cookieOf.owner, `?${c.query}`);
+      expect(s.status, c.query).toBe(200);
+      const entries = batch();
+      const sentinel = at(c.sentinel.agentId, c.sentinel);
+      await publish(...entries, sentinel);
+      await s.waitFor(idIs(sentinel.id));
+      expect(entriesOf(s).map((e) => e.id), c.query).toEqual([...c.expected.map((i) => entries[i]!.id), sentinel.id]);
+      s.close();
+    }
+  });
+
+  it('shows a caller only the agents they own or are an approved member of', async () => {
+    const { owner, member, pending, rejected, outsider } = actors.cookieOf;
+    const streams = {
+      owner: await stream(owner), member: await stream(member), pending: await stream(pending),
+      rejected: await stream(rejected), outsider: await stream(outsider),
+    };
+    const onSupport = at(support);
+    const onDevops = at(devops);
+    const onOutsiders = at(outsiders);
+    await publish(onSupport, onDevops, onOutsiders);
+
+    await streams.owner.waitFor(idIs(onDevops.id)).catch((e) => { throw new Error(`owner: ${e}`); });
+    await streams.member.waitFor(idIs(onSupport.id)).catch((e) => { throw new Error(`member: ${e}`); });
+    await streams.outsider.waitFor(idIs(onOutsiders.id)).catch((e) => { throw new Error(`outsider: ${e}`); });
+    // Entries reach a stream in publish order: once the outsider has its own, the others were decided.
+    expect(entriesOf(streams.outsider).map((e) => e.id)).toEqual([onOutsiders.id]);
+    expect(entriesOf(streams.owner).map((e) => e.id)).toEqual([onSupport.id, onDevops.id]);
+
+    // Pending and rejected members see nothing: an agent of their own gives them a marker.
+    const pendingOwn = at(pendings);
+    const rejectedOwn = at(rejecteds);
+    await publish(at(support), pendingOwn, rejectedOwn);
+    await streams.pending.waitFor(idIs(pendingOwn.id));
+    await streams.rejected.waitFor(idIs(rejectedOwn.id));
+    expect(entriesOf(streams.pending).map((e) => e.id)).toEqual([pendingOwn.id]);
+    expect(entriesOf(streams.rejected).map((e) => e.id)).toEqual([rejectedOwn.id]);
+    for (const s of Object.values(streams)) s.close();
+  });
+
+  it('follows membership changes on open streams: an approved member starts, a removed member stops', async () => {
+    const memberIdOf = async (email: string) => (await h.db.select({ id: schema.members.id }).from(schema.members)
+      .innerJoin(schema.users, eq(schema.users.id, schema.members.userId))
+      .where(and(eq(schema.members.agentId, support), eq(schema.users.email, email))))[0]!.id;
+    const owner = actors.cookieOf.owner!;
+    const memberStream = await stream(actors.cookieOf.member);
+    const pendingStream = await stream(actors.cookieOf.pending);
+
+    const approved = await h.request({ method: 'PUT', url: `/api/agents/${support}/members/${await memberIdOf(actors.email.pending)}/status`, payload: { status: 'approved' }, cookie: owner });
+    expect(approved.statusCode, approved.body).toBe(200);
+    const removed = await h.request({ method: 'DELETE', url: `/api/agents/${support}/members/${await memberIdOf(actors.email.member)}`, cookie: owner });
+    expect(removed.statusCode, removed.body).toBe(204);
+
+    // The change event refreshes visibility; publish until the approved member sees an entry.
+    let seen: AuditEntry | undefined;
+    for (let i = 0; i < 40 && !seen; i++) {
+      const e = at(support);
+      await publish(e);
+      seen = await pendingStream.waitFor(idIs(e.id), 100).then(() => e, () => undefined);
+    }
+    expect(seen, 'the newly approved member never received an entry').toBeDefined();
+    // The removal was announced before that entry was published: the removed member got none after it.
+    const marker = at(support);
+    await publish(marker);
+    await pendingStream.waitFor(idIs(marker.id));
+    const memberIds = entriesOf(memberStream).map((e) => e.id);
+    expect(memberIds).not.toContain(seen!.id);
+    expect(memberIds).not.toContain(marker.id);
+  });
+
+  it('sends a heartbeat comment, and ends the stream when its dashboard session ends', async () => {
+    const second = await h.signIn(actors.email.outsider);
+    const s = await stream(second);
+    const other = await stream(actors.cookieOf.outsider);
+    await s.waitForComment((c) => c === 'keep-alive', 2_000);
+    const out = await h.request({ method: 'POST', url: '/api/auth/logout', cookie: second });
+    expect(out.statusCode).toBeLessThan(300);
+    const end = await s.waitFor((e) => e.event === 'end', 3_000);
+    expect(JSON.parse(end.data)).toMatchObject({ reason: 'session_ended' });
+    await s.ended;
+    // The user's other session keeps its stream.
+    const e = at(outsiders);
+    await publish(e);
+    await other.waitFor(idIs(e.id));
+  });
+});
+
+describe('GET /api/audit/stream limits and shutdown', () => {
+  let h: ApiHarness;
+  let base: string;
+  let cookie: string;
+  let agentId: string;
+  let closed = false;
+
+  beforeAll(async () => {
+    h = await createApiHarness({ AUDIT_STREAM_MAX_PER_USER: '2', AUDIT_STREAM_QUEUE_LIMIT: '5' });
+    base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    cookie = await h.signIn('limits@example.com');
+    const res = await h.request({ method: 'POST', url: '/api/agents', payload: { name: 'Busy' }, cookie });
+    agentId = (res.json() as { id: string }).id;
+  });
+  afterAll(async () => { if (!closed) await h?.close(); });
+
+  const open = (paused = false) => openSseStream(`${base}/api/audit/stream`, { headers: { cookie }, paused });
+
+  it('refuses a user\'s streams beyond the cap with 429 in the error shape, and takes one again once a stream closes', async () => {
+    const a = await open();
+    const b = await open();
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const c = await open();
+    expect(c.status).toBe(429);
+    expect(JSON.parse(c.errorBody)).toMatchObject({ error: { code: 'rate_limited', details: { limit: 2 } } });
+    a.close();
+    let again: SseStream | undefined;
+    for (let i = 0; i < 50 && again?.status !== 200; i++) {
+      again?.close();
+      again = await open();
+      if (again.status !== 200) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(again!.status).toBe(200);
+    again!.close();
+    b.close();
+  });
+
+  it('drops a client that cannot keep up, with a final `end` event (overflow)', async () => {
+    let s: SseStream | undefined;
+    for (let i = 0; i < 50 && s?.status !== 200; i++) {
+      s = await open(true);
+      if (s.status !== 200) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(s!.status).toBe(200);
+    // ~10 MB of entries in one burst to a client that reads nothing: the socket fills, then the queue of 5.
+    const blob = 'x'.repeat(100_000);
+    const burst = Array.from({ length: 100 }, () => makeEntry({ agentId, agentName: 'Busy', toolArgs: { blob } }));
+    await Promise.all(burst.map((e) => h.bus.publishAudit(e)));
+    s!.resume();
+    const end = await s!.waitFor((e) => e.event === 'end', 10_000);
+    expect(JSON.parse(end.data)).toMatchObject({ reason: 'overflow' });
+    expect(entriesOf(s!).length).toBeLessThan(burst.length);
+    await s!.ended;
+  });
+
+  it('closes open streams on shutdown (`end` with reason shutdown) instead of hanging', async () => {
+    let s: SseStream | undefined;
+    for (let i = 0; i < 50 && s?.status !== 200; i++) {
+      s = await open();
+      if (s.status !== 200) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(s!.status).toBe(200);
+    closed = true;
+    // (Without the preClose hook this would wait for the client to hang up, i.e. forever.)
+    const closing = h.close();
+    const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('close() hung with an open stream')), 10_000));
+    await Promise.race([closing, timeout]);
+    const end = await s!.waitFor((e) => e.event === 'end', 1_000);
+    expect(JSON.parse(end.data)).toMatchObject({ reason: 'shutdown' });
+  });
+});

@@ -1,0 +1,148 @@
+import { z } from 'zod';
+import { ApiError, type AuditEntry, type AuditEntryMsg } from '@portcullis/core';
+
+/**
+ * The filters of GET /api/audit/stream, applied in memory to each live entry. They mean
+ * exactly what GET /api/audit's mean in the audit service (services/audit README, "Filter
+ * semantics"); this module re-states them because services never import each other.
+ */
+export interface LiveAuditFilter {
+  /** Inclusive bounds, epoch milliseconds. */
+  from?: number;
+  to?: number;
+  /** Lower-cased: a case-insensitive substring of the agent name. */
+  agent?: string;
+  /** Exact connector key. */
+  service?: string;
+  /** Lower-cased: a case-insensitive substring of the tool name. */
+  tool?: string;
+  result?: 'ALLOW' | 'DENY';
+  /** Exact member id (an e-mail is compared as an id and matches nothing). */
+  member?: string;
+  /** Exact policy database id, one of the entry's `policyDbIds`. */
+  policy?: string;
+}
+
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?([Zz]|[+-]\d{2}(?::?\d{2})?)?)?$/;
+
+/**
+ * An ISO 8601 date or date-time as epoch milliseconds, or undefined when it is not one. A bare
+ * date is the whole UTC day (its first millisecond as `from`, its last as `to`); a date-time
+ * without an offset is UTC — the audit service's rules.
+ */
+export function parseInstant(value: string, bound: 'from' | 'to'): number | undefined {
+  const match = ISO_8601.exec(value);
+  if (!match) return undefined;
+  const [, y, mo, d, h, mi, s, fraction, offset] = match;
+  const year = Number(y), month = Number(mo), day = Number(d);
+  const hour = Number(h ?? 0), minute = Number(mi ?? 0), second = Number(s ?? 0);
+  const millis = fraction ? Number(fraction.slice(0, 3).padEnd(3, '0')) : 0;
+  const utc = Date.UTC(year, month - 1, day, hour, minute, second, millis);
+  const check = new Date(utc);
+  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) return undefined;
+  let offsetMinutes = 0;
+  if (offset && offset !== 'Z' && offset !== 'z') {
+    const digits = offset.slice(1).replace(':', '');
+    const hours = Number(digits.slice(0, 2)), minutes = Number(digits.slice(2) || 0);
+    if (hours > 23 || minutes > 59) return undefined;
+    offsetMinutes = (offset.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
+  }
+  return utc - offsetMinutes * 60_000 + (h === undefined && bound === 'to' ? 86_400_000 - 1 : 0);
+}
+
+const instant = (bound: 'from' | 'to') => z.string().max(40).transform((value, ctx) => {
+  const parsed = parseInstant(value, bound);
+  if (parsed === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 date or date-time' });
+    return z.NEVER;
+  }
+  return parsed;
+});
+/** Empty means "not set", as on GET /api/audit. */
+const text = z.string().max(200).transform((v) => (v === '' ? undefined : v));
+
+/**
+ * The query parameters of GET /api/audit/stream: GET /api/audit's filters, without paging
+ * (a stream has no pages, so `limit`/`offset` are unknown parameters there).
+ */
+export const auditStreamQuerySchema = z.strictObject({
+  from: instant('from').optional(),
+  to: instant('to').optional(),
+  agent: text.optional(),
+  service: text.optional(),
+  tool: text.optional(),
+  result: z.enum(['ALLOW', 'DENY']).optional(),
+  member: text.optional(),
+  policy: text.optional(),
+});
+
+export type AuditStreamQuery = z.output<typeof auditStreamQuerySchema>;
+
+/**
+ * The validated query as a filter (text filters lower-cased once, here). A range that ends
+ * before it starts is 400 `invalid_request` on `from`, as GET /api/audit answers it.
+ */
+export function liveFilterOf(q: AuditStreamQuery): LiveAuditFilter {
+  if (q.from !== undefined && q.to !== undefined && q.from > q.to) {
+    throw new ApiError('invalid_request', 'Invalid querystring field "from": must not be after "to"', { field: 'from', in: 'querystring' });
+  }
+  const filter: LiveAuditFilter = {};
+  if (q.from !== undefined) filter.from = q.from;
+  if (q.to !== undefined) filter.to = q.to;
+  if (q.agent !== undefined) filter.agent = q.agent.toLowerCase();
+  if (q.service !== undefined) filter.service = q.service;
+  if (q.tool !== undefined) filter.tool = q.tool.toLowerCase();
+  if (q.result !== undefined) filter.result = q.result;
+  if (q.member !== undefined) filter.member = q.member;
+  if (q.policy !== undefined) filter.policy = q.policy;
+  return filter;
+}
+
+/** True when `entry` passes every filter that is set. */
+export function matchesLiveFilter(entry: AuditEntry, f: LiveAuditFilter): boolean {
+  if (f.from !== undefined || f.to !== undefined) {
+    const at = Date.parse(entry.timestamp);
+    if (f.from !== undefined && !(at >= f.from)) return false;
+    if (f.to !== undefined && !(at <= f.to)) return false;
+  }
+  if (f.agent !== undefined && !entry.agentName.toLowerCase().includes(f.agent)) return false;
+  if (f.service !== undefined && entry.service !== f.service) return false;
+  if (f.tool !== undefined && !entry.tool.toLowerCase().includes(f.tool)) return false;
+  if (f.result !== undefined && entry.decision !== f.result) return false;
+  if (f.member !== undefined && entry.memberId !== f.member) return false;
+  if (f.policy !== undefined && !entry.policyDbIds.includes(f.policy)) return false;
+  return true;
+}
+
+/**
+ * A bus entry as the audit service's gRPC message carries it, so the REST shape comes from
+ * the one `toApiEntry` and a streamed entry reads exactly like a listed one. The timestamp is
+ * normalised to UTC milliseconds, as the store returns it.
+ */
+export function entryMessageOf(entry: AuditEntry): AuditEntryMsg {
+  const at = Date.parse(entry.timestamp);
+  return {
+    id: entry.id,
+    timestamp: Number.isNaN(at) ? entry.timestamp : new Date(at).toISOString(),
+    agentId: entry.agentId,
+    agentName: entry.agentName,
+    memberId: entry.memberId,
+    memberName: entry.memberName,
+    memberKeyId: entry.memberKeyId,
+    sessionId: entry.sessionId ?? '',
+    service: entry.service,
+    tool: entry.tool,
+    action: entry.action,
+    resource: entry.resource,
+    callerIp: entry.callerIp,
+    toolArgsJson: JSON.stringify(entry.toolArgs),
+    decision: entry.decision,
+    reason: entry.reason,
+    matchedPolicyIds: entry.matchedPolicyIds,
+    matchedPolicyNames: entry.matchedPolicyNames,
+    matchedPolicyDbIds: entry.policyDbIds,
+    policyVersionIds: entry.policyVersionIds,
+    durationMs: entry.durationMs,
+    principal: entry.principal,
+  };
+}

@@ -1,0 +1,85 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, schema, type ChangeEvent, type DatabaseHandle } from '@portcullis/core';
+import { createTestDatabase, type TestDatabase } from '@portcullis/core/testing';
+import { createSessionRegistry, type SessionRegistry } from './session-registry.ts';
+
+const IDLE_MS = 60 * 60_000;
+
+describe('session registry (real Postgres, injected clock)', () => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  let dataDir: string;
+  let registry: SessionRegistry;
+  const events: ChangeEvent[] = [];
+  const clock = { now: Date.parse('2030-01-01T00:00:00Z') };
+  let ids: { agentId: string; memberId: string; keyId: string };
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase('sessions');
+    dataDir = mkdtempSync(join(tmpdir(), 'pc-sessions-'));
+    handle = await openDatabase({ DATABASE_URL: testDb.url, DATA_DIR: dataDir });
+    const db = handle.db;
+    const [user] = await db.insert(schema.users).values({ email: 'ses@example.com' }).returning();
+    const [agent] = await db.insert(schema.agents).values({ name: 'Sessions' }).returning();
+    const [member] = await db.insert(schema.members).values({ agentId: agent!.id, userId: user!.id, email: 'ses@example.com', role: 'owner', status: 'approved' }).returning();
+    const [key] = await db.insert(schema.memberKeys).values({ memberId: member!.id, keyHash: 'h', displaySuffix: 'abcd' }).returning();
+    ids = { agentId: agent!.id, memberId: member!.id, keyId: key!.id };
+    registry = createSessionRegistry({ db, bus: { publishChange: (e) => events.push(e) }, idleMs: IDLE_MS, flushMs: 60_000, now: () => clock.now });
+  });
+  afterAll(async () => {
+    await registry?.close();
+    await handle?.close();
+    await testDb?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const open = async () => {
+    const id = randomUUID();
+    await registry.open({ id, ...ids, clientName: 'c', clientVersion: '1', protocolVersion: '2025-06-18' });
+    return id;
+  };
+
+  it('a session used within the idle window stays live; past it, it expires, ends and announces it', async () => {
+    const id = await open();
+    clock.now += IDLE_MS - 1_000;
+    registry.touch(id);
+    clock.now += IDLE_MS - 1_000;
+    expect(await registry.findLive(id)).toMatchObject({ id, status: 'active' });
+    expect((await registry.get(ids.agentId, id))!.status).toBe('active');
+
+    clock.now += IDLE_MS + 1;
+    expect((await registry.get(ids.agentId, id))!.status).toBe('expired');
+    expect(await registry.findLive(id)).toBeUndefined();
+    expect(await registry.get(ids.agentId, id)).toMatchObject({ status: 'terminated', endReason: 'expired' });
+    expect(events).toContainEqual({ kind: 'session.ended', sessionId: id, agentId: ids.agentId });
+  });
+
+  it('ends a session once: a second end and an unknown id change nothing', async () => {
+    const id = await open();
+    events.length = 0;
+    expect(await registry.end(id, 'client')).toBe(true);
+    expect(await registry.end(id, 'reset')).toBe(false);
+    expect(await registry.end(randomUUID(), 'reset')).toBe(false);
+    expect(events).toHaveLength(1);
+    expect(await registry.get(ids.agentId, id)).toMatchObject({ status: 'terminated', endReason: 'client' });
+  });
+
+  it('lists by status and member, newest first, with the total; another agent sees none of them', async () => {
+    clock.now += 1_000;
+    const a = await open();
+    clock.now += 1_000;
+    const b = await open();
+    const active = await registry.list(ids.agentId, { status: 'active', limit: 10, offset: 0 });
+    expect(active.sessions.map((s) => s.id)).toEqual([b, a]);
+    expect(active.total).toBe(2);
+    const page = await registry.list(ids.agentId, { memberId: ids.memberId, limit: 1, offset: 1 });
+    expect(page.sessions).toHaveLength(1);
+    expect(page.total).toBe(4);
+    expect((await registry.list(randomUUID(), { limit: 10, offset: 0 })).total).toBe(0);
+    expect(await registry.get(randomUUID(), a)).toBeUndefined();
+  });
+});

@@ -1,0 +1,136 @@
+import { and, count, desc, eq, getTableColumns, lt, sql, type SQL } from 'drizzle-orm';
+import { schema, type Bus, type Database } from '@portcullis/core';
+
+const { toolSessions, members } = schema;
+
+export type ToolSessionRow = typeof toolSessions.$inferSelect;
+export type SessionEndReason = 'client' | 'reset' | 'expired';
+
+/** A session as the API shows it; `expired` is an active session idle past the window. */
+export interface ToolSessionView {
+  id: string;
+  agentId: string;
+  memberId: string;
+  memberEmail: string;
+  keyId: string;
+  clientName: string;
+  clientVersion: string;
+  protocolVersion: string;
+  status: 'active' | 'expired' | 'terminated';
+  createdAt: string;
+  lastSeenAt: string;
+  endedAt: string | null;
+  endReason: string | null;
+}
+
+export interface SessionListQuery {
+  memberId?: string;
+  status?: ToolSessionView['status'];
+  limit: number;
+  offset: number;
+}
+
+export interface SessionRegistry {
+  /** Records a new session (at `initialize`) and returns it. */
+  open(session: Pick<ToolSessionRow, 'id' | 'agentId' | 'memberId' | 'keyId' | 'clientName' | 'clientVersion' | 'protocolVersion'>): Promise<void>;
+  /** The live session `id`, or undefined when unknown, ended or idle past the window (then it is ended as `expired`). */
+  findLive(id: string): Promise<ToolSessionRow | undefined>;
+  /** Notes a request on the session; written in batches. */
+  touch(id: string): void;
+  /** Ends a live session (idempotent); announces it so its counters start fresh. Returns whether it was live. */
+  end(id: string, reason: SessionEndReason): Promise<boolean>;
+  get(agentId: string, id: string): Promise<ToolSessionView | undefined>;
+  list(agentId: string, query: SessionListQuery): Promise<{ sessions: ToolSessionView[]; total: number }>;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Tool sessions shared by every gateway replica through Postgres: any replica answers any
+ * request of a live session, and ending one (reset, DELETE, expiry) is seen by the next
+ * request on every replica, since each request reads the row. `lastSeenAt` is kept in memory
+ * and written every `flushMs`, so a request costs one indexed read and no write.
+ */
+export function createSessionRegistry(deps: { db: Database; bus: Pick<Bus, 'publishChange'>; idleMs: number; flushMs?: number; now?: () => number }): SessionRegistry {
+  const now = deps.now ?? Date.now;
+  const seen = new Map<string, Date>();
+  const timer = setInterval(() => { void flush(); }, deps.flushMs ?? 5_000);
+  timer.unref();
+
+  const lastSeenOf = (row: ToolSessionRow) => Math.max(row.lastSeenAt.getTime(), seen.get(row.id)?.getTime() ?? 0);
+  const statusOf = (row: ToolSessionRow): ToolSessionView['status'] =>
+    row.status === 'terminated' ? 'terminated' : lastSeenOf(row) < now() - deps.idleMs ? 'expired' : 'active';
+
+  async function flush() {
+    if (seen.size === 0) return;
+    const batch = [...seen];
+    seen.clear();
+    for (const [id, at] of batch) {
+      await deps.db.update(toolSessions).set({ lastSeenAt: at }).where(and(eq(toolSessions.id, id), lt(toolSessions.lastSeenAt, at))).catch(() => undefined);
+    }
+  }
+
+  async function end(id: string, reason: SessionEndReason): Promise<boolean> {
+    const [ended] = await deps.db.update(toolSessions)
+      .set({ status: 'terminated', endedAt: new Date(now()), endReason: reason })
+      .where(and(eq(toolSessions.id, id), eq(toolSessions.status, 'active')))
+      .returning({ agentId: toolSessions.agentId });
+    seen.delete(id);
+    if (ended) deps.bus.publishChange({ kind: 'session.ended', sessionId: id, agentId: ended.agentId });
+    return Boolean(ended);
+  }
+
+  const view = (row: ToolSessionRow & { memberEmail: string }): ToolSessionView => ({
+    id: row.id, agentId: row.agentId, memberId: row.memberId, memberEmail: row.memberEmail, keyId: row.keyId,
+    clientName: row.clientName, clientVersion: row.clientVersion, protocolVersion: row.protocolVersion,
+    status: statusOf(row), createdAt: row.createdAt.toISOString(), lastSeenAt: new Date(lastSeenOf(row)).toISOString(),
+    endedAt: row.endedAt?.toISOString() ?? null, endReason: row.endReason ?? (statusOf(row) === 'expired' ? 'expired' : null),
+  });
+
+  const withEmail = { ...getTableColumns(toolSessions), memberEmail: members.email };
+
+  return {
+    async open(session) {
+      await deps.db.insert(toolSessions).values({ ...session, createdAt: new Date(now()), lastSeenAt: new Date(now()) });
+    },
+    async findLive(id) {
+      const [row] = await deps.db.select().from(toolSessions).where(eq(toolSessions.id, id)).limit(1);
+      if (!row || row.status !== 'active') return undefined;
+      if (statusOf(row) === 'expired') {
+        await end(id, 'expired');
+        return undefined;
+      }
+      return row;
+    },
+    touch(id) {
+      seen.set(id, new Date(now()));
+    },
+    end,
+    async get(agentId, id) {
+      const [row] = await deps.db.select(withEmail).from(toolSessions).innerJoin(members, eq(members.id, toolSessions.memberId))
+        .where(and(eq(toolSessions.agentId, agentId), eq(toolSessions.id, id))).limit(1);
+      return row ? view(row) : undefined;
+    },
+    async list(agentId, query) {
+      const idleCutoff = new Date(now() - deps.idleMs);
+      const conditions: SQL[] = [eq(toolSessions.agentId, agentId)];
+      if (query.memberId) conditions.push(eq(toolSessions.memberId, query.memberId));
+      if (query.status === 'terminated') conditions.push(eq(toolSessions.status, 'terminated'));
+      if (query.status === 'active') conditions.push(eq(toolSessions.status, 'active'), sql`${toolSessions.lastSeenAt} >= ${idleCutoff}`);
+      if (query.status === 'expired') conditions.push(eq(toolSessions.status, 'active'), lt(toolSessions.lastSeenAt, idleCutoff));
+      await flush();
+      const where = and(...conditions);
+      const [rows, [total]] = await Promise.all([
+        deps.db.select(withEmail).from(toolSessions).innerJoin(members, eq(members.id, toolSessions.memberId))
+          .where(where).orderBy(desc(toolSessions.createdAt), desc(toolSessions.id)).limit(query.limit).offset(query.offset),
+        deps.db.select({ n: count() }).from(toolSessions).where(where),
+      ]);
+      return { sessions: rows.map(view), total: total?.n ?? 0 };
+    },
+    flush,
+    async close() {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}
