@@ -8,8 +8,9 @@ import { startSplitTopology, type SplitTopology } from '../support/split-topolog
 
 /**
  * Issue 7: a tool session belongs to the agent's member, not to a gateway process. Two
- * gateways on real Postgres and NATS, no balancer: the test's own MCP SDK client sends each
- * request of one session to the next gateway in turn.
+ * gateways, each with its own decision point, on real Postgres and NATS, no balancer: the
+ * test's own MCP SDK client sends each request of one session to the next gateway in turn, so
+ * the session's limit counters are shared by two PDPs through JetStream KV.
  */
 type CallResult = { isError?: boolean; content: Array<{ text: string }> };
 
@@ -51,7 +52,7 @@ describe('tool sessions served by any replica', () => {
   });
 
   beforeAll(async () => {
-    t = await startSplitTopology({ gatewayCount: 2 });
+    t = await startSplitTopology({ gatewayCount: 2, policyCount: 2 });
     owner = apiClient(t.gateways[0]!);
     await signInThroughOutbox(owner, t.outboxDir, 'session-owner@example.com');
     agentId = (await owner.call('POST', '/api/agents', { name: 'Session agent' })).body.id;
@@ -76,7 +77,7 @@ describe('tool sessions served by any replica', () => {
   });
   afterAll(async () => { await t?.stop(); });
 
-  it('one session alternates between both gateways; a limit of 3 admits exactly 3 of 8 racing calls across them', async () => {
+  it('one session alternates between both gateways (and decision points); a limit of 3 admits exactly 3 of 8 racing calls across them', async () => {
     const { client, transport, hits } = await alternatingClient(t.gateways, ownerKey);
     const { tools } = await client.listTools();
     expect(tools.some((tool) => tool.name === 'github__get_me')).toBe(true);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connectors, createNatsBus, openDatabase, type Bus, type DatabaseHandle } from '@portcullis/core';
-import { createTestDatabase, TEST_NATS_URL, uniqueSubjectPrefix, type TestDatabase } from '@portcullis/core/testing';
+import { createTestDatabase, deleteTestStreams, TEST_NATS_URL, uniqueSubjectPrefix, type TestDatabase } from '@portcullis/core/testing';
 import { freePort, startTs, type RunningProcess } from './processes.ts';
 
 export interface SplitTopology {
@@ -16,7 +16,7 @@ export interface SplitTopology {
   database: DatabaseHandle;
   /** A bus client of the test's own, on the topology's subjects. */
   bus: Bus;
-  /** The processes by name: sandbox, policy, audit, gateway0, gateway1, … */
+  /** The processes by name: sandbox, policy (policy1, …), audit, gateway0, gateway1, … */
   processes: Record<string, RunningProcess>;
   /**
    * Starts the named process again (stopping it first if it still runs) on the same address
@@ -32,6 +32,8 @@ export interface SplitTopology {
  */
 export async function startSplitTopology(options: {
   gatewayCount?: number;
+  /** Decision points (default 1): `policy`, `policy1`, …; gateway i asks decision point i mod count. */
+  policyCount?: number;
   /** Over every process's environment. */
   env?: Record<string, string>;
   /** Over the gateways' environment only (e.g. an `UPSTREAM_<KEY>_URL`). */
@@ -53,12 +55,17 @@ export async function startSplitTopology(options: {
     NATS_URL: TEST_NATS_URL, NATS_SUBJECT_PREFIX: uniqueSubjectPrefix('split'), ...options.env,
   };
   try {
-    const [sandboxPort, policyPort, auditPort] = await Promise.all([freePort(), freePort(), freePort()]);
+    const [sandboxPort, auditPort] = await Promise.all([freePort(), freePort()]);
+    const policyPorts = await Promise.all(Array.from({ length: options.policyCount ?? 1 }, () => freePort()));
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
-    const sandbox = launch('sandbox', 'services/sandbox/src/main.ts', { ...shared, SANDBOX_PORT: String(sandboxPort), DATA_DIR: join(dataDir, 'sandbox') }, /sandbox listening/);
-    const policy = launch('policy', 'services/policy/src/main.ts', { ...shared, DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${policyPort}`, AUDIT_URL: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'policy') }, /policy listening/);
-    const audit = launch('audit', 'services/audit/src/main.ts', { ...shared, GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, /audit listening/);
-    await Promise.all([sandbox.waitFor(/sandbox listening/), policy.waitFor(/policy listening/), audit.waitFor(/audit listening/)]);
+    const started = [
+      launch('sandbox', 'services/sandbox/src/main.ts', { ...shared, SANDBOX_PORT: String(sandboxPort), DATA_DIR: join(dataDir, 'sandbox') }, /sandbox listening/),
+      ...policyPorts.map((port, i) => launch(i === 0 ? 'policy' : `policy${i}`, 'services/policy/src/main.ts', {
+        ...shared, DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${port}`, AUDIT_URL: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, `policy${i}`),
+      }, /policy listening/)),
+      launch('audit', 'services/audit/src/main.ts', { ...shared, GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, /audit listening/),
+    ];
+    await Promise.all(started.map((proc, i) => proc.waitFor([...specs.values()][i]!.ready)));
 
     const upstreams = Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, `${sandboxUrl}/${c.key}/mcp`]));
     const gateways: string[] = [];
@@ -66,7 +73,7 @@ export async function startSplitTopology(options: {
       const port = await freePort();
       const gateway = launch(`gateway${i}`, 'services/gateway/src/main.ts', {
         ...shared, ...upstreams, DATABASE_URL: testDb.url, PORT: String(port), DATA_DIR: join(dataDir, `gateway${i}`),
-        POLICY_URL: `127.0.0.1:${policyPort}`, AUDIT_URL: `127.0.0.1:${auditPort}`, MAIL_URL: `file://${outboxDir}`,
+        POLICY_URL: `127.0.0.1:${policyPorts[i % policyPorts.length]}`, AUDIT_URL: `127.0.0.1:${auditPort}`, MAIL_URL: `file://${outboxDir}`,
         PUBLIC_URL: `http://127.0.0.1:${port}`, ...options.gatewayEnv,
       }, /gateway listening/);
       await gateway.waitFor(/gateway listening/);
@@ -92,6 +99,7 @@ export async function startSplitTopology(options: {
         await bus.close();
         await database.close();
         await testDb.drop();
+        await deleteTestStreams(shared.NATS_URL, shared.NATS_SUBJECT_PREFIX).catch(() => undefined);
         rmSync(dataDir, { recursive: true, force: true });
       },
     };

@@ -2,7 +2,7 @@ import { bindServer, type Bus, type Database } from '@portcullis/core';
 import { createAuditEntrySource } from './clients/audit-entries.ts';
 import type { PolicyConfig } from './config.ts';
 import { createPolicyCache } from './engine/policy-cache.ts';
-import { createInMemorySessionCounters } from './engine/session-counters.ts';
+import { sharedSessionJudge } from './engine/session-counters.ts';
 import { createAuthorizeHandler } from './handlers/authorize.ts';
 import { createPreviewHandler } from './handlers/preview.ts';
 import { createSimulateHandler } from './handlers/simulate.ts';
@@ -25,19 +25,22 @@ const SHUTDOWN_GRACE_MS = 5_000;
  * read from `deps.db`, cache invalidation from `deps.bus`, past calls for Simulate from the
  * audit service at `config.AUDIT_URL` (connected on first use). The caller owns db and bus.
  */
-export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRESS'> & Partial<Pick<PolicyConfig, 'AUDIT_URL' | 'POLICY_CLOCK_OFFSET_MS'>>, deps: { db: Database; bus: Pick<Bus, 'onChange'> }): Promise<PolicyService> {
+/** A session's counters are forgotten once it made no limited call for a week (tool sessions expire long before). */
+const SESSION_COUNTERS_TTL_MS = 7 * 24 * 60 * 60_000;
+
+export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRESS'> & Partial<Pick<PolicyConfig, 'AUDIT_URL' | 'POLICY_CLOCK_OFFSET_MS'>>, deps: { db: Database; bus: Pick<Bus, 'onChange' | 'keyValue'> }): Promise<PolicyService> {
   const repo = createPolicyRepo(deps.db);
   const cache = createPolicyCache({ repo });
   // Simulate's reads of past calls; without AUDIT_URL it answers UNAVAILABLE.
   const audit = config.AUDIT_URL ? createAuditEntrySource(config.AUDIT_URL) : undefined;
-  // Session-limit counters live in this process for now (a shared JetStream KV later).
-  const sessions = createInMemorySessionCounters();
+  // Session-limit counters shared by every decision point (JetStream KV; a map in-process).
+  const counters = sharedSessionJudge(await deps.bus.keyValue('SESSION_COUNTERS', { ttlMs: SESSION_COUNTERS_TTL_MS }));
   const unsubscribe = deps.bus.onChange((event) => {
-    if (event.kind === 'session.ended') sessions.forget(event.sessionId);
+    if (event.kind === 'session.ended') void counters.forget(event.sessionId).catch(() => undefined);
     else cache.handleChange(event);
   });
   const server = createPolicyServer({
-    Authorize: createAuthorizeHandler({ cache, sessions, clockOffsetMs: config.POLICY_CLOCK_OFFSET_MS ?? 0 }),
+    Authorize: createAuthorizeHandler({ cache, counters, clockOffsetMs: config.POLICY_CLOCK_OFFSET_MS ?? 0 }),
     Preview: createPreviewHandler(),
     Simulate: createSimulateHandler({ policies: repo, store: createSimulationRepo(deps.db), audit }),
   });

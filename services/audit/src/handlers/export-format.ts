@@ -31,7 +31,7 @@ export const CSV_HEADER = csvRecord(CSV_COLUMNS);
 export const FORMULA_TRIGGERS = ['=', '+', '-', '@', '\t', '\r'] as const;
 
 /**
- * Spreadsheet-formula guard (decision 015): a text cell that starts with `=`, `+`, `-`, `@`,
+ * Spreadsheet-formula guard (decision 018): a text cell that starts with `=`, `+`, `-`, `@`,
  * tab or CR gets a leading `'`, so Excel, LibreOffice and Sheets show it as text instead of
  * evaluating it. Audit text comes from agents and upstreams, i.e. from outside.
  */

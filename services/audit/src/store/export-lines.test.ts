@@ -34,7 +34,9 @@ const noSession = (() => {
   const { sessionId: _omit, ...entry } = makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:05.000Z' });
   return entry as AuditEntry;
 })();
-const allAwkward = [...awkward, noSession];
+/** A write-ahead `decision` row whose completion has not arrived: `stage` shows, as in a Query. */
+const pending = makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:06.000Z', stage: 'decision' });
+const allAwkward = [...awkward, noSession, pending];
 
 async function exportText(filter: AuditFilter, options: Partial<ExportOptions> = {}, page = { limit: 0, offset: 0 }): Promise<string> {
   const parts: Buffer[] = [];
@@ -76,6 +78,16 @@ describe('NDJSON lines', () => {
     const text = await exportText({ agentIds: [AWK] }, { format: 'ndjson' });
     expect(text).toBe(allAwkward.map(ndjsonLine).join(''));
     expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual(allAwkward);
+  });
+
+  it('show a write-ahead entry once, as its completion once that arrived', async () => {
+    const agentId = 'agent-write-ahead';
+    const decided = makeEntry({ agentId, timestamp: '2026-10-03T00:00:00.000Z', stage: 'decision' });
+    const { stage: _stage, ...completed } = { ...decided, durationMs: 99 };
+    await store.insert([decided]);
+    await store.insert([completed]);
+    await store.insert([decided]); // a redelivered decision row does not replace the completion
+    expect(await exportText({ agentIds: [agentId] }, { format: 'ndjson' })).toBe(ndjsonLine(completed));
   });
 
   it('empty every policy identity of listed agents', async () => {

@@ -46,6 +46,18 @@ function csvCell(expr: string): string {
   return String.raw`if(multiSearchAny(${value}, ['"', ',', '\r', '\n']), concat('"', replaceAll(${value}, '"', '""'), '"'), ${value})`;
 }
 
+/**
+ * The same cell for a LowCardinality column, without `if`: a chain of one-argument string
+ * functions runs once per dictionary entry instead of once per row (measured: 9 against
+ * 18 ms per million rows for `tool`). On a plain String column this form would be slow
+ * (the capturing regex over the whole value: ~650 ms per million rows), so it is used only
+ * for `agent_name`, `tool` and `service`, which the table declares LowCardinality.
+ */
+function csvCellLowCardinality(column: string): string {
+  return String.raw`replaceRegexpOne(replaceAll(${guarded(column)}, '"', '""'), '(?s)^(.*[",
+].*)$', '"\1"')`;
+}
+
 /** `DateTime64(3, 'UTC')` as ISO 8601 with milliseconds and `Z`, as the API writes it. */
 const ISO_TIMESTAMP = `concat(replaceOne(toString(timestamp), ' ', 'T'), 'Z')`;
 
@@ -57,10 +69,10 @@ const ISO_TIMESTAMP = `concat(replaceOne(toString(timestamp), ' ', 'T'), 'Z')`;
  */
 export const CSV_LINE = [
   ISO_TIMESTAMP,
-  csvCell('agent_name'),
+  csvCellLowCardinality('agent_name'),
   csvCell('member_name'),
-  csvCell('tool'),
-  csvCell('service'),
+  csvCellLowCardinality('tool'),
+  csvCellLowCardinality('service'),
   csvCell('resource'),
   'decision',
   csvCell('reason'),
@@ -74,8 +86,9 @@ const policyArray = (column: string) => `if(redacted, '[]', ${json(column)})`;
 
 /**
  * One NDJSON line: the whole entry in the API's field names and order (`fromRow`'s), with
- * `sessionId` left out when NULL and `toolArgs` embedded as the object it is (`{}` if the
- * stored text is not a JSON object, as `fromRow` does).
+ * `sessionId` left out when NULL, `toolArgs` embedded as the object it is (`{}` if the
+ * stored text is not a JSON object, as `fromRow` does) and `stage` present only for a
+ * write-ahead `decision` row (`stage_rank` 0) whose completion has not arrived.
  */
 export const NDJSON_LINE = [
   `'{"id":'`, json('toString(id)'),
@@ -100,6 +113,7 @@ export const NDJSON_LINE = [
   `',"policyDbIds":'`, policyArray('policy_db_ids'),
   `',"durationMs":'`, json('duration_ms'),
   `',"principal":'`, json('principal'),
+  `if(stage_rank = 0, ',"stage":"decision"', '')`,
   `'}'`,
 ].join(', ');
 

@@ -25,6 +25,20 @@ export interface AuditConsumer {
   stop(): Promise<void>;
 }
 
+/** One key of a `KeyValueBucket`: its value and the revision a compare-and-set must name. */
+export interface KeyValueEntry { value: string; revision: number }
+
+/**
+ * A key-value bucket with compare-and-set: JetStream KV on NATS (every replica sees the same
+ * keys), a map for the in-process bus. Keys are `[-/_=.A-Za-z0-9]+`.
+ */
+export interface KeyValueBucket {
+  get(key: string): Promise<KeyValueEntry | undefined>;
+  /** Writes `value` if `key` is still at `revision` (`0`: the key must not exist); false when another writer came first. */
+  compareAndSet(key: string, value: string, revision: number): Promise<boolean>;
+  delete(key: string): Promise<void>;
+}
+
 /**
  * The message bus between services: NATS JetStream in split and cluster modes, an
  * in-process queue with the same contract when `NATS_URL` is unset.
@@ -43,6 +57,8 @@ export interface Bus {
    * de-duplicate by id. Returns the unsubscribe function.
    */
   onAuditEntry(handler: (entry: AuditEntry) => void): () => void;
+  /** Opens (creating if needed) the bucket `name`; keys not written for `ttlMs` are forgotten. */
+  keyValue(name: string, options: { ttlMs: number }): Promise<KeyValueBucket>;
   publishChange(event: ChangeEvent): void;
   onChange(handler: (event: ChangeEvent) => void): () => void;
   ping(): Promise<void>;

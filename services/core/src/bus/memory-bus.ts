@@ -1,5 +1,5 @@
 import type { AuditEntry } from '../audit-entry.ts';
-import { auditMessageId, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
+import { auditMessageId, type AuditConsumer, type KeyValueBucket, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
 
 const DEDUP_WINDOW = 100_000;
 
@@ -16,6 +16,7 @@ export function createMemoryBus(): Bus {
   const wakers = new Set<() => void>();
   const auditListeners = new Set<(entry: AuditEntry) => void>();
   let consumerCount = 0;
+  const buckets = new Map<string, KeyValueBucket>();
 
   const wake = () => { for (const w of wakers) w(); };
 
@@ -87,6 +88,11 @@ export function createMemoryBus(): Bus {
         stop,
       };
     },
+    async keyValue(name) {
+      let bucket = buckets.get(name);
+      if (!bucket) buckets.set(name, bucket = createMemoryKeyValue());
+      return bucket;
+    },
     onAuditEntry(handler) {
       auditListeners.add(handler);
       return () => auditListeners.delete(handler);
@@ -103,6 +109,26 @@ export function createMemoryBus(): Bus {
       listeners.clear();
       auditListeners.clear();
       void consumerCount;
+    },
+  };
+}
+
+/** A `KeyValueBucket` in this process: revisions count every write of the bucket, as JetStream's do. */
+function createMemoryKeyValue(): KeyValueBucket {
+  const entries = new Map<string, { value: string; revision: number }>();
+  let lastRevision = 0;
+  return {
+    async get(key) {
+      const entry = entries.get(key);
+      return entry ? { ...entry } : undefined;
+    },
+    async compareAndSet(key, value, revision) {
+      if ((entries.get(key)?.revision ?? 0) !== revision) return false;
+      entries.set(key, { value, revision: ++lastRevision });
+      return true;
+    },
+    async delete(key) {
+      entries.delete(key);
     },
   };
 }

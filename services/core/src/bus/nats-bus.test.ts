@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { AuditEntry } from '../audit-entry.ts';
-import { TEST_NATS_URL, uniqueSubjectPrefix } from '../testing/index.ts';
+import { deleteTestStreams, TEST_NATS_URL, uniqueSubjectPrefix } from '../testing/index.ts';
 import type { Bus } from './bus.ts';
 import { createNatsBus } from './nats-bus.ts';
 
@@ -46,8 +46,7 @@ describe('NATS bus: live audit entries (onAuditEntry)', () => {
   afterAll(async () => {
     await replicaA?.close();
     await replicaB?.close();
-    const nc = await connect({ servers: TEST_NATS_URL });
-    try { await (await jetstreamManager(nc)).streams.delete(streamName).catch(() => undefined); } finally { await nc.close(); }
+    await deleteTestStreams(TEST_NATS_URL, prefix);
   });
 
   it('delivers every entry published through JetStream, on any agent, to every replica\'s subscriber', async () => {

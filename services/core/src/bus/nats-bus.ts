@@ -1,7 +1,8 @@
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, StorageType, type JsMsg } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { auditEntrySchema, type AuditEntry } from '../audit-entry.ts';
-import { auditMessageId, changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
+import { auditMessageId, changeSubject, type AuditConsumer, type KeyValueBucket, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
 
 export interface NatsBusOptions {
   url: string;
@@ -129,6 +130,29 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         },
       });
       return () => sub.unsubscribe();
+    },
+    async keyValue(name, kvOptions): Promise<KeyValueBucket> {
+      const kv = await new Kvm(nc).create(`${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}${name}`, { history: 1, ttl: kvOptions.ttlMs, storage: 'file' });
+      return {
+        async get(key) {
+          const entry = await kv.get(key);
+          // A deleted key reads as absent: `create` (revision 0) may write it again.
+          return entry?.operation === 'PUT' ? { value: entry.string(), revision: entry.revision } : undefined;
+        },
+        async compareAndSet(key, value, revision) {
+          try {
+            if (revision === 0) await kv.create(key, value);
+            else await kv.update(key, value, revision);
+            return true;
+          } catch (err) {
+            if (err instanceof Error && /wrong last sequence|key exists/i.test(err.message)) return false;
+            throw err;
+          }
+        },
+        async delete(key) {
+          await kv.delete(key);
+        },
+      };
     },
     publishChange(event: ChangeEvent) {
       nc.publish(changeSubject(prefix, event), encoder.encode(JSON.stringify(event)));

@@ -1,6 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { AuthorizeRequest, AuthorizeResponse } from '@portcullis/core';
-import { describe, expect, it } from 'vitest';
+import { createMemoryBus, createNatsBus, type AuthorizeRequest, type AuthorizeResponse, type Bus } from '@portcullis/core';
+import { deleteTestStreams, TEST_NATS_URL, uniqueSubjectPrefix } from '@portcullis/core/testing';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadPolicyConfig } from '../config.ts';
 import { createAuthorizeHandler } from '../handlers/authorize.ts';
 import { validatePolicyStrict } from './cedar-schema.ts';
@@ -9,8 +10,16 @@ import { DEFAULT_DENY_REASON, evaluate, localClock, type AuthorizeInput } from '
 import { createPolicyCache } from './policy-cache.ts';
 import { preparePolicySet, type AgentPolicySnapshot } from './prepared-set.ts';
 import { compilePreview } from './preview.ts';
-import { createInMemorySessionCounters } from './session-counters.ts';
+import { createInMemorySessionCounters, localSessionJudge, sharedSessionJudge, type SessionJudge } from './session-counters.ts';
 import { catalogAction } from './action-index.ts';
+
+const natsBuses: Array<{ bus: Bus; prefix: string }> = [];
+afterAll(async () => {
+  for (const { bus, prefix } of natsBuses) {
+    await bus.close();
+    await deleteTestStreams(TEST_NATS_URL, prefix);
+  }
+});
 
 const AGENT_ID = '00000000-0000-4000-8000-0000000000d1';
 const MONDAY_1030_UTC = Date.UTC(2026, 0, 5, 10, 30);
@@ -154,7 +163,16 @@ describe('session limits', () => {
     expect(evaluate(set, call(), { sessions: createInMemorySessionCounters() }).decision).toBe('DENY');
   });
 
-  it('lets exactly N of N+k concurrent authorizations of one session through', async () => {
+  it.each<[string, () => Promise<SessionJudge>]>([
+    ['this process\'s counters', async () => localSessionJudge(createInMemorySessionCounters())],
+    ['shared counters (compare-and-set, in-process bucket)', async () => sharedSessionJudge(await createMemoryBus().keyValue('C', { ttlMs: 60_000 }))],
+    ['shared counters (compare-and-set, JetStream KV)', async () => {
+      const prefix = uniqueSubjectPrefix('counters');
+      const bus = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: prefix });
+      natsBuses.push({ bus, prefix });
+      return sharedSessionJudge(await bus.keyValue('SESSION_COUNTERS', { ttlMs: 60_000 }));
+    }],
+  ])('lets exactly N of N+k concurrent authorizations of one session through: %s', async (_label, makeJudge) => {
     const maxCalls = 5;
     const extra = 7;
     const repo = {
@@ -164,7 +182,7 @@ describe('session limits', () => {
       },
     };
     const cache = createPolicyCache({ repo, retireDelayMs: 0 });
-    const handler = createAuthorizeHandler({ cache, sessions: createInMemorySessionCounters() });
+    const handler = createAuthorizeHandler({ cache, counters: await makeJudge() });
     const request = (sessionId: string): AuthorizeRequest => ({
       agentId: AGENT_ID, member, service: 'github', tool: 'issue_write', toolArgsJson: '{}', sessionId, policyVersion: 1, nowMs: MONDAY_1030_UTC,
     });

@@ -2,14 +2,15 @@ import type * as grpc from '@grpc/grpc-js';
 import type { AuthorizeRequest, AuthorizeResponse } from '@portcullis/core';
 import { denyWithoutPolicySet, evaluate, UNKNOWN_AGENT_REASON, type AuthorizeInput, type Verdict } from '../engine/evaluate.ts';
 import type { PolicyCache } from '../engine/policy-cache.ts';
-import type { SessionCounters } from '../engine/session-counters.ts';
+import type { PreparedPolicySet } from '../engine/prepared-set.ts';
+import type { SessionJudge } from '../engine/session-counters.ts';
 import { PolicyServiceError } from '../errors.ts';
 import { toGrpcError } from './grpc-status.ts';
 
 export interface AuthorizeHandlerDeps {
   cache: Pick<PolicyCache, 'peek' | 'load'>;
-  /** Allowed-call counters of session limits, shared by every call this process judges. */
-  sessions: SessionCounters;
+  /** Allowed-call counters of session limits, shared by every decision point. */
+  counters: SessionJudge;
   /** Clock used when a request carries no `now_ms`. */
   now?: () => number;
   /**
@@ -27,23 +28,22 @@ export interface AuthorizeHandlerDeps {
 export function createAuthorizeHandler(deps: AuthorizeHandlerDeps): grpc.handleUnaryCall<AuthorizeRequest, AuthorizeResponse> {
   const now = deps.now ?? Date.now;
   const clockOffsetMs = deps.clockOffsetMs ?? 0;
-  const options = { sessions: deps.sessions };
   return (call, callback) => {
     let input: AuthorizeInput;
     let minVersion: number;
-    let verdict: Verdict | undefined;
+    let verdict: Verdict | Promise<Verdict> | undefined;
+    const decide = (set: PreparedPolicySet) => deps.counters.judge(input.sessionId, (sessions) => evaluate(set, input, sessions ? { sessions } : {}));
     try {
       input = readAuthorizeRequest(call.request, now, clockOffsetMs);
       minVersion = Math.max(0, Number(call.request.policyVersion) || 0);
       const cached = deps.cache.peek(input.agentId, minVersion);
-      if (cached) verdict = evaluate(cached, input, options);
+      if (cached) verdict = decide(cached);
     } catch (err) {
       return callback(toGrpcError(err));
     }
-    if (verdict) return callback(null, verdict);
-    void deps.cache.load(input.agentId, minVersion)
-      .then((set) => (set ? evaluate(set, input, options) : denyWithoutPolicySet(input, UNKNOWN_AGENT_REASON)))
-      .then((loaded) => callback(null, loaded), (err: unknown) => callback(toGrpcError(err)));
+    if (verdict && !(verdict instanceof Promise)) return callback(null, verdict);
+    void (verdict ?? deps.cache.load(input.agentId, minVersion).then((set) => (set ? decide(set) : denyWithoutPolicySet(input, UNKNOWN_AGENT_REASON))))
+      .then((decided) => callback(null, decided), (err: unknown) => callback(toGrpcError(err)));
   };
 }
 
