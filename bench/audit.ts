@@ -21,6 +21,8 @@
  *
  * Figures depend on the machine's load; CPU time (user+system of the whole process, engine
  * threads included) is printed beside wall time. Not a test: nothing asserts on time.
+ * Knobs: BENCH_ROWS (10,000,000), BENCH_INGEST (100,000), BENCH_LAG_RATE (1,000/s),
+ * BENCH_LAG_SECONDS (10), BENCH_QUERY_RUNS (10), BENCH_PHASES (ingest,query,export).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,6 +47,8 @@ const INGEST = Number(process.env.BENCH_INGEST ?? 100_000);
 const LAG_RATE = Number(process.env.BENCH_LAG_RATE ?? 1_000);
 const LAG_SECONDS = Number(process.env.BENCH_LAG_SECONDS ?? 10);
 const QUERY_RUNS = Number(process.env.BENCH_QUERY_RUNS ?? 10);
+/** Which parts to run: any of ingest, query, export (query and export share the seeded rows). */
+const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,query,export').split(','));
 const PUBLISH_IN_FLIGHT = 512;
 const SEED_CHUNK = 1_000_000;
 const AGENTS = 200;
@@ -85,10 +89,10 @@ async function main(): Promise<void> {
   const session = new Session(storePath);
   const bus = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: prefix });
   try {
-    await benchIngestAndLag(store, bus);
-    await seed(session);
-    await benchQueries(store, session);
-    await benchExport(store, session);
+    if (PHASES.has('ingest')) await benchIngestAndLag(store, bus);
+    if (PHASES.has('query') || PHASES.has('export')) await seed(session);
+    if (PHASES.has('query')) await benchQueries(store, session);
+    if (PHASES.has('export')) await benchExport(store, session);
   } finally {
     await bus.close();
     await deleteAuditStream(TEST_NATS_URL, prefix).catch(() => undefined);

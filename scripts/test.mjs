@@ -53,6 +53,13 @@ await ensurePostgres();
 await ensureNats();
 ensureChromium();
 
+console.log('test: building the dashboard');
+const web = spawnSync('node', ['scripts/build-web.mjs'], { stdio: 'inherit' });
+if (web.status !== 0) {
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+}
+
 console.log('test: type-checking');
 const tsc = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { stdio: 'inherit' });
 if (tsc.status !== 0) {

@@ -57,7 +57,15 @@ export interface AppDeps {
   connectFlow: ConnectFlow;
   /** Injected clock for tests; `Date.now` otherwise. */
   now?: () => number;
+  /**
+   * The built dashboard (SvelteKit adapter-node `handler`), served for every `GET` that is not
+   * `/api` or `/mcp` — single-process mode serves everything on one port. Absent: a landing page.
+   */
+  dashboard?: DashboardHandler;
 }
+
+/** A Node request handler, as SvelteKit's adapter-node exports it. */
+export type DashboardHandler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, next?: () => void) => void;
 
 /** Maps a gRPC failure from an internal service to the REST error it means for the caller. */
 function apiErrorOfGrpc(err: grpc.ServiceError): ApiError {
@@ -146,7 +154,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await entitiesRoutes(api, { db: deps.db, auth: deps.auth, refresh: deps.entityRefresh });
     await api.register(webhooksRoutes, { db: deps.db, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });
     await statusRoutes(api, { probes: deps.probes });
-    await homeRoutes(api, { publicUrl: deps.config.publicUrl });
+    if (deps.dashboard) {
+      const dashboard = deps.dashboard;
+      // Every GET no other route answers: the dashboard's pages and assets (its client router
+      // takes over from there). Unknown /api and /mcp paths keep their JSON 404.
+      api.get('/*', { schema: { hide: true } }, async (request, reply) => {
+        if (/^\/(api|mcp)(\/|$|\?)/.test(request.url)) {
+          return reply.code(404).send(new ApiError('not_found', `No route for GET ${request.url.split('?')[0]}`).toBody(request.id));
+        }
+        reply.hijack();
+        dashboard(request.raw, reply.raw, () => {
+          reply.raw.statusCode = 404;
+          reply.raw.end('Not found');
+        });
+      });
+    } else {
+      await homeRoutes(api, { publicUrl: deps.config.publicUrl });
+    }
     api.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   });
 

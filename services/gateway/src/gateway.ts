@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import * as grpc from '@grpc/grpc-js';
 import type { Bus, Database } from '@portcullis/core';
 import type { GatewayConfig } from './config.ts';
-import { buildApp } from './app.ts';
+import { buildApp, type DashboardHandler } from './app.ts';
 import { createAuditClient } from './clients/audit-client.ts';
 import { createPolicyClient } from './clients/policy-client.ts';
 import { createUpstreamPool } from './clients/upstream-pool.ts';
@@ -29,7 +29,15 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export interface GatewayDeps { db: Database; bus: Bus; dbPing: () => Promise<void>; log?: (line: string) => void; now?: () => number }
+export interface GatewayDeps {
+  db: Database;
+  bus: Bus;
+  dbPing: () => Promise<void>;
+  log?: (line: string) => void;
+  now?: () => number;
+  /** The built dashboard to serve on the same port (single-process mode). */
+  dashboard?: DashboardHandler;
+}
 
 /**
  * Wires the gateway's real dependencies into an app that does not listen yet (tests use
@@ -96,6 +104,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     connectFlow,
     entityRefresh: createEntityRefresh({ resolver, tokens, upstream, store: entityStore, upstreamUrls: config.upstreamUrls }),
     ...(deps.now ? { now: deps.now } : {}),
+    ...(deps.dashboard ? { dashboard: deps.dashboard } : {}),
     probes: {
       database: deps.dbPing,
       bus: () => deps.bus.ping(),

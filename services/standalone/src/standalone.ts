@@ -6,6 +6,7 @@ import { CLIENT_SECRET_LABEL, loadGatewayConfig, startGateway, type Gateway } fr
 import { loadPolicyConfig, startPolicyService, compilePolicyText } from '@portcullis/policy';
 import { loadAuditConfig, startAuditService } from '@portcullis/audit';
 import { startSandbox, type Sandbox } from '@portcullis/sandbox';
+import { loadDashboard } from './dashboard.ts';
 import { seedDemo } from './demo-seed.ts';
 
 export interface Standalone {
@@ -69,7 +70,8 @@ export async function startStandalone(env: NodeJS.ProcessEnv): Promise<Standalon
     cleanups.push(() => audit.close());
 
     const gatewayConfig = loadGatewayConfig({ ...env, ...upstreamOverrides, POLICY_URL: policy.address, AUDIT_URL: audit.address }, secret);
-    const gateway = await startGateway(gatewayConfig, { db: database.db, bus, dbPing: database.ping });
+    const dashboard = env.PORTCULLIS_DASHBOARD === 'off' ? undefined : await loadDashboard();
+    const gateway = await startGateway(gatewayConfig, { db: database.db, bus, dbPing: database.ping, ...(dashboard ? { dashboard } : {}) });
     cleanups.push(() => gateway.close());
 
     let demoMemberKey: string | undefined;

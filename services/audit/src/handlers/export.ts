@@ -13,9 +13,9 @@ type ExportCall = grpc.ServerWritableStream<ExportRequest, ExportChunk>;
 /**
  * `Export`: streams matching entries as CSV (header first) or NDJSON. The engine formats
  * the lines (`store/export-lines.ts`); this handler only cuts its raw output into chunks of
- * at most 64 KB. Memory stays flat: the next engine block is not fetched until gRPC has
- * taken every chunk of the previous one (backpressure). A client that cancels stops the
- * store query. Bad input fails before the first byte.
+ * at most 64 KB. Memory stays flat: at most one engine block is read ahead of the one gRPC
+ * is taking, and gRPC's own buffer is waited on (backpressure). A client that cancels stops
+ * the store query. Bad input fails before the first byte.
  */
 export function exportHandler(deps: { store: Pick<AuditStore, 'exportLines'>; log: AuditLogger }): grpc.handleServerStreamingCall<ExportRequest, ExportChunk> {
   return async (call) => {
@@ -38,22 +38,35 @@ export function exportHandler(deps: { store: Pick<AuditStore, 'exportLines'>; lo
 async function writeExport(call: ExportCall, request: ParsedExportRequest, store: Pick<AuditStore, 'exportLines'>): Promise<void> {
   // The CSV header goes out with the first rows (alone if nothing matches).
   let header: Buffer | undefined = request.format === 'csv' ? Buffer.from(CSV_HEADER, 'utf8') : undefined;
-  const lines = store.exportLines(request.filter, request.page, {
+  const blocks = store.exportLines(request.filter, request.page, {
     format: request.format,
     redactPolicyAgentIds: [...request.redactPolicyAgentIds],
-  });
-  for await (const block of lines) {
-    let bytes = Buffer.from(block.buffer, block.byteOffset, block.byteLength);
-    if (header) {
-      bytes = Buffer.concat([header, bytes]);
-      header = undefined;
+  })[Symbol.asyncIterator]();
+  // One block of read-ahead: the engine formats block n+1 while gRPC takes block n, instead
+  // of the two taking turns (measured: 1M rows took as much wall time as CPU time without it).
+  let next = blocks.next();
+  try {
+    for (;;) {
+      const current = await next;
+      if (current.done) break;
+      next = blocks.next();
+      let bytes = Buffer.from(current.value.buffer, current.value.byteOffset, current.value.byteLength);
+      if (header) {
+        bytes = Buffer.concat([header, bytes]);
+        header = undefined;
+      }
+      for (let start = 0; start < bytes.length; start += CHUNK_BYTES) {
+        await send(call, bytes.subarray(start, start + CHUNK_BYTES));
+        if (call.cancelled) return;
+      }
     }
-    for (let start = 0; start < bytes.length; start += CHUNK_BYTES) {
-      await send(call, bytes.subarray(start, start + CHUNK_BYTES));
-      if (call.cancelled) return; // leaving the loop cancels the store's query
-    }
+    if (header) await send(call, header);
+  } finally {
+    // Cancelled or failed: stop the store's query. The read-ahead may still be in flight
+    // (and may fail); `return()` runs after it and cancels the engine's stream.
+    next.catch(() => undefined);
+    await blocks.return?.().catch(() => undefined);
   }
-  if (header) await send(call, header);
 }
 
 /** Writes one chunk; when gRPC's buffer is full, waits until it drains (or the call ends). */

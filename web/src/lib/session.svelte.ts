@@ -1,0 +1,15 @@
+import { api } from './api/client.ts';
+import type { AuthStatus } from './api/types.ts';
+
+/** Who is signed in, shared by every page; `refresh()` asks the gateway again. */
+export const session = $state<{ status: AuthStatus | undefined; loading: boolean }>({ status: undefined, loading: true });
+
+export async function refreshSession(): Promise<AuthStatus> {
+  session.loading = true;
+  try {
+    session.status = await api.get<AuthStatus>('/api/auth/status');
+    return session.status;
+  } finally {
+    session.loading = false;
+  }
+}
