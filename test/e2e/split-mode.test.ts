@@ -40,6 +40,29 @@ describe('split mode: gateway, policy and audit as three processes on real NATS 
     ({ cookie } = await exerciseToolCallPath(p));
   });
 
+  it('exposes Prometheus metrics on every service: calls and decisions, authorize latency, audit writes and lag', async () => {
+    const scrape = async (name: string) => {
+      const res = await fetch(topology.metrics[name]!);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/text\/plain/);
+      return res.text();
+    };
+    const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const gateway = await scrape('gateway0');
+    expect(value(gateway, 'portcullis_gateway_tool_calls_total{service="github",decision="ALLOW"}')).toBeGreaterThanOrEqual(1);
+    expect(value(gateway, 'portcullis_gateway_tool_calls_total{service="github",decision="DENY"}')).toBeGreaterThanOrEqual(1);
+    expect(value(gateway, 'portcullis_gateway_authorize_duration_seconds_count')).toBeGreaterThanOrEqual(2);
+    expect(gateway).toMatch(/^portcullis_gateway_tool_call_duration_seconds_bucket\{le="0.001",decision="ALLOW"\} \d+$/m);
+    const policy = await scrape('policy');
+    expect(value(policy, 'portcullis_policy_decisions_total{decision="ALLOW"}')).toBeGreaterThanOrEqual(1);
+    expect(value(policy, 'portcullis_policy_decisions_total{decision="DENY"}')).toBeGreaterThanOrEqual(1);
+    const audit = await scrape('audit');
+    expect(value(audit, 'portcullis_audit_entries_written_total')).toBeGreaterThanOrEqual(3);
+    expect(value(audit, 'portcullis_audit_lag_seconds_count')).toBeGreaterThanOrEqual(3);
+    expect(value(audit, 'portcullis_audit_batch_size_count')).toBeGreaterThanOrEqual(1);
+    for (const text of [gateway, policy, audit]) expect(text).not.toMatch(/pcm_|member_id|agent_id/);
+  });
+
   it('answers bad /mcp input with clear errors and forwards nothing', async () => {
     await exerciseBadMcpInput(p, cookie, BODY_LIMIT);
   });

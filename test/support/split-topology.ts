@@ -16,6 +16,8 @@ export interface SplitTopology {
   database: DatabaseHandle;
   /** A bus client of the test's own, on the topology's subjects. */
   bus: Bus;
+  /** Prometheus scrape URLs by process name (gateways serve /metrics on their own port). */
+  metrics: Record<string, string>;
   /** The processes by name: sandbox, policy (policy1, …), audit, gateway0, gateway1, … */
   processes: Record<string, RunningProcess>;
   /**
@@ -57,13 +59,19 @@ export async function startSplitTopology(options: {
   try {
     const [sandboxPort, auditPort] = await Promise.all([freePort(), freePort()]);
     const policyPorts = await Promise.all(Array.from({ length: options.policyCount ?? 1 }, () => freePort()));
+    const metricsPorts = await Promise.all(Array.from({ length: policyPorts.length + 1 }, () => freePort()));
+    const metrics: Record<string, string> = {};
+    const metricsEnv = (name: string, i: number) => {
+      metrics[name] = `http://127.0.0.1:${metricsPorts[i]}/metrics`;
+      return { METRICS_ADDRESS: `127.0.0.1:${metricsPorts[i]}` };
+    };
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
     const started = [
       launch('sandbox', 'services/sandbox/src/main.ts', { ...shared, SANDBOX_PORT: String(sandboxPort), DATA_DIR: join(dataDir, 'sandbox') }, /sandbox listening/),
       ...policyPorts.map((port, i) => launch(i === 0 ? 'policy' : `policy${i}`, 'services/policy/src/main.ts', {
-        ...shared, DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${port}`, AUDIT_URL: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, `policy${i}`),
+        ...shared, ...metricsEnv(i === 0 ? 'policy' : `policy${i}`, i), DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${port}`, AUDIT_URL: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, `policy${i}`),
       }, /policy listening/)),
-      launch('audit', 'services/audit/src/main.ts', { ...shared, GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, /audit listening/),
+      launch('audit', 'services/audit/src/main.ts', { ...shared, ...metricsEnv('audit', policyPorts.length), GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, /audit listening/),
     ];
     await Promise.all(started.map((proc, i) => proc.waitFor([...specs.values()][i]!.ready)));
 
@@ -78,12 +86,13 @@ export async function startSplitTopology(options: {
       }, /gateway listening/);
       await gateway.waitFor(/gateway listening/);
       gateways.push(`http://127.0.0.1:${port}`);
+      metrics[`gateway${i}`] = `http://127.0.0.1:${port}/metrics`;
     }
     const database = await openDatabase({ DATABASE_URL: testDb.url, DATA_DIR: dataDir });
     const bus = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: shared.NATS_SUBJECT_PREFIX });
     const byName = Object.fromEntries([...specs.keys()].map((name, i) => [name, processes[i]!]));
     return {
-      gateways, sandboxUrl, outboxDir, serverSecret: shared.PORTCULLIS_SECRET, database, bus, processes: byName,
+      gateways, sandboxUrl, outboxDir, serverSecret: shared.PORTCULLIS_SECRET, database, bus, processes: byName, metrics,
       async restart(name, env = {}) {
         const spec = specs.get(name);
         if (!spec) throw new Error(`no process named ${name}`);

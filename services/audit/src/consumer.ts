@@ -1,4 +1,4 @@
-import { auditEntrySchema, type AuditEntry, type Bus } from '@portcullis/core';
+import { auditEntrySchema, counter, histogram, type AuditEntry, type Bus } from '@portcullis/core';
 import type { AuditStore } from './store/audit-store.ts';
 import type { AuditLogger } from './handlers/grpc-errors.ts';
 
@@ -21,6 +21,12 @@ export interface AuditWriter {
   stop(): Promise<void>;
 }
 
+const written = counter('portcullis_audit_entries_written_total', 'Audit records inserted (a call\'s decision and completion records count separately; redeliveries too)');
+const insertFailures = counter('portcullis_audit_insert_failures_total', 'Batches whose insert failed (they are redelivered)');
+const deadLetters = counter('portcullis_audit_dead_letters_total', 'Messages that were not audit entries, sent to the dead-letter subject');
+const batchSizes = histogram('portcullis_audit_batch_size', 'Entries per insert', [], [1, 10, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000]);
+const lag = histogram('portcullis_audit_lag_seconds', 'From the call\'s decision to its record being queryable', [], [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]);
+
 /**
  * Consume → batch → insert → ack. The bus acknowledges a batch only after `handle`
  * resolves, i.e. after ClickHouse took the INSERT; a failed INSERT throws, so the whole
@@ -36,13 +42,19 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
       const writable = withoutMalformed(batch, log);
       try {
         await options.store.insert(writable);
+        written.inc(writable.length);
+        batchSizes.observe(writable.length);
+        const now = Date.now();
+        for (const entry of writable) lag.observe(Math.max(0, now - Date.parse(entry.timestamp)) / 1000);
       } catch (err) {
+        insertFailures.inc();
         log(`audit writer: insert of ${writable.length} entries failed; they will be redelivered`, err);
         throw err;
       }
     },
     onDeadLetter(raw, error) {
       deadLettered += 1;
+      deadLetters.inc();
       log(`audit writer: dead-lettered a message (${error}): ${raw.slice(0, 200)}`);
     },
   });

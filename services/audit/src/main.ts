@@ -1,4 +1,4 @@
-import { ConfigError, openBus } from '@portcullis/core';
+import { ConfigError, startMetricsServer, openBus } from '@portcullis/core';
 import { loadAuditConfig } from './config.ts';
 import { startAuditService } from './server.ts';
 
@@ -18,6 +18,8 @@ async function main(): Promise<void> {
     throw err;
   });
   console.log(`audit listening on ${service.address}`);
+  const metrics = config.METRICS_ADDRESS ? await startMetricsServer(config.METRICS_ADDRESS) : undefined;
+  if (metrics) console.log(`audit metrics on ${metrics.url}`);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -25,6 +27,7 @@ async function main(): Promise<void> {
     stopping = true;
     console.log(`audit: ${signal} received, writing pending entries and stopping`);
     service.close()
+      .then(() => metrics?.close())
       .then(() => bus.close())
       .then(() => process.exit(0), (err: unknown) => {
         console.error('audit: shutdown failed', err);

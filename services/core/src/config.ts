@@ -18,6 +18,8 @@ export const baseConfigShape = {
   NATS_SUBJECT_PREFIX: z.string().regex(/^([A-Za-z0-9_-]+\.)?$/, 'letters, digits, _ or - followed by a dot').optional(),
   PORTCULLIS_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Policy and audit services: serve Prometheus `GET /metrics` on this `host:port` (the gateway serves it on its own port). Unset: off. */
+  METRICS_ADDRESS: z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port').optional(),
 };
 
 /**

@@ -22,3 +22,4 @@ export { createMemberVault, openSealed, rewrapMemberVault, sealToMember, unwrapP
 export { isolatingFetch } from './mcp/isolating-fetch.ts';
 export { openWithSecret, sealWithSecret } from './secret-box.ts';
 export * from './policy-conditions.ts';
+export { counter, histogram, LATENCY_BUCKETS, metricsRegistry, startMetricsServer } from './metrics.ts';

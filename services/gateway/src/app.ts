@@ -3,7 +3,7 @@ import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import * as grpc from '@grpc/grpc-js';
-import { ApiError, type Bus, type Database } from '@portcullis/core';
+import { ApiError, metricsRegistry, type Bus, type Database } from '@portcullis/core';
 import type { GatewayConfig } from './config.ts';
 import type { AuditClient } from './clients/audit-client.ts';
 import type { PolicyClient } from './clients/policy-client.ts';
@@ -125,6 +125,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     transform: jsonSchemaTransform,
     hideUntagged: false,
   });
+
+  // Prometheus scrape endpoint: aggregate counts and latencies only (no ids, no secrets).
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => reply.type(metricsRegistry.contentType).send(await metricsRegistry.metrics()));
 
   await app.register(async (mcp) => {
     await mcpRoutes(mcp, {

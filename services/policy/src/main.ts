@@ -1,4 +1,4 @@
-import { ConfigError, openBus, openDatabase } from '@portcullis/core';
+import { ConfigError, startMetricsServer, openBus, openDatabase } from '@portcullis/core';
 import { loadPolicyConfig, requireSplitModeConfig } from './config.ts';
 import { startPolicyService } from './policy-service.ts';
 
@@ -9,6 +9,8 @@ async function main(): Promise<void> {
   const bus = await openBus(config, 'policy');
   const service = await startPolicyService(config, { db: database.db, bus });
   console.log(`policy listening on ${service.address}`);
+  const metrics = config.METRICS_ADDRESS ? await startMetricsServer(config.METRICS_ADDRESS) : undefined;
+  if (metrics) console.log(`policy metrics on ${metrics.url}`);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -17,6 +19,7 @@ async function main(): Promise<void> {
     console.log(`policy: ${signal} received, stopping`);
     try {
       await service.close();
+      await metrics?.close();
       await bus.close();
       await database.close();
       process.exit(0);

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { uuidv7 } from 'uuidv7';
 import {
-  actionUid, getConnector, getTool, NO_FORBID_MATCHED, principalUid, redactToolArgs, resourceOf, splitToolName,
+  actionUid, counter, getConnector, histogram, getTool, NO_FORBID_MATCHED, principalUid, redactToolArgs, resourceOf, splitToolName,
   type AuditEntry, type AuthorizeResponse,
 } from '@portcullis/core';
 import type { PolicyClient } from '../clients/policy-client.ts';
@@ -22,6 +22,11 @@ export interface ToolCallRequest {
   sessionId: string | undefined;
   callerIp: string;
 }
+
+const toolCalls = counter('portcullis_gateway_tool_calls_total', 'Tool calls through /mcp, by connector and decision', ['service', 'decision']);
+const callDuration = histogram('portcullis_gateway_tool_call_duration_seconds', 'Whole tool-call time in the gateway, upstream included', ['decision']);
+const authorizeDuration = histogram('portcullis_gateway_authorize_duration_seconds', 'Authorize round trips to the decision point, as the gateway sees them');
+const auditRefusals = counter('portcullis_gateway_audit_unavailable_total', 'Calls refused because their write-ahead audit record could not be stored');
 
 interface Verdict {
   decision: 'ALLOW' | 'DENY';
@@ -84,6 +89,7 @@ export function createToolCallService(deps: {
   }
 
   async function decide(context: MemberContext, request: ToolCallRequest, service: string, tool: string): Promise<Verdict> {
+    const stopTimer = authorizeDuration.startTimer();
     try {
       const response = await deps.policy.authorize({
         agentId: context.agentId,
@@ -98,6 +104,8 @@ export function createToolCallService(deps: {
       return { decision: response.decision === 'ALLOW' ? 'ALLOW' : 'DENY', reason: response.reason, response };
     } catch {
       return { decision: 'DENY', reason: POLICY_UNAVAILABLE, response: undefined };
+    } finally {
+      stopTimer();
     }
   }
 
@@ -128,7 +136,12 @@ export function createToolCallService(deps: {
           durationMs: Math.round((performance.now() - started) * 1000) / 1000,
         };
       };
-      const finish = (verdict: Verdict, reason = verdict.reason) => deps.audit.publish(entryOf(verdict, reason));
+      const finish = (verdict: Verdict, reason = verdict.reason) => {
+        const entry = entryOf(verdict, reason);
+        toolCalls.inc({ service, decision: entry.decision });
+        callDuration.observe({ decision: entry.decision }, entry.durationMs / 1000);
+        deps.audit.publish(entry);
+      };
 
       const connection = context.connections.find((c) => c.service === service);
       if (!context.allowedServices.includes(service) || !connection) {
@@ -152,6 +165,7 @@ export function createToolCallService(deps: {
         await deps.audit.record({ ...entryOf(verdict, `${verdict.reason || NO_FORBID_MATCHED}; ${OUTCOME_PENDING}`), stage: 'decision' });
       } catch (err) {
         if (!(err instanceof AuditUnavailable)) throw err;
+        auditRefusals.inc();
         finish({ decision: 'DENY', reason: AUDIT_UNAVAILABLE, response: undefined });
         return denyResult(AUDIT_UNAVAILABLE);
       }

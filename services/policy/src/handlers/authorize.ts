@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { AuthorizeRequest, AuthorizeResponse } from '@portcullis/core';
+import { counter, histogram, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
 import { denyWithoutPolicySet, evaluate, UNKNOWN_AGENT_REASON, type AuthorizeInput, type Verdict } from '../engine/evaluate.ts';
 import type { PolicyCache } from '../engine/policy-cache.ts';
 import type { PreparedPolicySet } from '../engine/prepared-set.ts';
@@ -20,6 +20,9 @@ export interface AuthorizeHandlerDeps {
   clockOffsetMs?: number;
 }
 
+const decisions = counter('portcullis_policy_decisions_total', 'Verdicts of the decision point', ['decision']);
+const decisionTime = histogram('portcullis_policy_authorize_duration_seconds', 'Authorize handling time in the decision point (set loading included)');
+
 /**
  * `Authorize`: a verdict on one tool call. A cached, current set answers synchronously with
  * no I/O; otherwise the set is loaded first. Only a malformed request or an unreachable
@@ -28,7 +31,13 @@ export interface AuthorizeHandlerDeps {
 export function createAuthorizeHandler(deps: AuthorizeHandlerDeps): grpc.handleUnaryCall<AuthorizeRequest, AuthorizeResponse> {
   const now = deps.now ?? Date.now;
   const clockOffsetMs = deps.clockOffsetMs ?? 0;
-  return (call, callback) => {
+  return (call, rawCallback) => {
+    const stopTimer = decisionTime.startTimer();
+    const callback: typeof rawCallback = (err, value) => {
+      stopTimer();
+      if (value) decisions.inc({ decision: value.decision === 'ALLOW' ? 'ALLOW' : 'DENY' });
+      rawCallback(err, value);
+    };
     let input: AuthorizeInput;
     let minVersion: number;
     let verdict: Verdict | Promise<Verdict> | undefined;
