@@ -8,7 +8,7 @@ import { startSplitTopology, type SplitTopology } from '../support/split-topolog
 
 /**
  * Split mode: the dashboard as its own process (`node web/build/index.js`) in front of a
- * gateway process, forwarding `/api` and `/mcp` (decision 018). The gateway's PUBLIC_URL is the
+ * gateway process, forwarding `/api` and `/mcp` (decision 019). The gateway's PUBLIC_URL is the
  * dashboard's address, as an operator would set it.
  */
 describe('dashboard in split mode: its own process, /api and /mcp forwarded to the gateway', () => {

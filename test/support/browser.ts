@@ -23,6 +23,8 @@ export interface RunningProduct {
   outboxDir: string;
   dataDir: string;
   demoMemberKey: string;
+  /** The sandbox connectors' base URL (their OAuth servers and `/_sandbox/…` test controls). */
+  sandboxUrl: string;
   process: RunningProcess;
   stop(): Promise<void>;
 }
@@ -34,13 +36,14 @@ export async function startProduct(env: Record<string, string> = {}): Promise<Ru
   const dataDir = mkdtempSync(join(tmpdir(), 'pc-browser-'));
   const outboxDir = join(dataDir, 'outbox');
   const port = await freePort();
+  const sandboxPort = env.SANDBOX_PORT ?? String(await freePort());
   const proc = startTs('services/standalone/src/main.ts', {
-    PORT: String(port), DATA_DIR: dataDir, MAIL_URL: `file://${outboxDir}`, LOG_LEVEL: 'warn', NODE_ENV: 'development',
+    PORT: String(port), SANDBOX_PORT: sandboxPort, DATA_DIR: dataDir, MAIL_URL: `file://${outboxDir}`, LOG_LEVEL: 'warn', NODE_ENV: 'development',
     ...(process.env.WEB_BUILD_DIR ? { WEB_BUILD_DIR: process.env.WEB_BUILD_DIR } : {}), ...env,
   }, 'standalone');
   const [, key] = await proc.waitFor(/Member key\s+(pcm_[A-Za-z0-9_-]{43})/, 120_000);
   return {
-    baseUrl: `http://127.0.0.1:${port}`, outboxDir, dataDir, demoMemberKey: key!, process: proc,
+    baseUrl: `http://127.0.0.1:${port}`, outboxDir, dataDir, demoMemberKey: key!, sandboxUrl: `http://127.0.0.1:${sandboxPort}`, process: proc,
     async stop() {
       await proc.stop();
       rmSync(dataDir, { recursive: true, force: true });

@@ -20,6 +20,9 @@ const auditShape = {
 };
 
 /** The audit service's configuration, parsed from the environment. */
+/** Every environment variable the audit service reads (deploy files are checked against it). */
+export const AUDIT_CONFIG_VARIABLES: readonly string[] = Object.keys(auditShape);
+
 export type AuditConfig = z.infer<z.ZodObject<typeof auditShape>>;
 
 /** Reads the audit service's configuration; throws `ConfigError` naming every bad variable. */

@@ -15,6 +15,8 @@ export const baseConfigShape = {
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
   NATS_URL: z.string().min(1).optional(),
   /** Prefix for every NATS subject and stream; lets several deployments (or tests) share a server. */
+  /** JetStream replicas of the streams and buckets Portcullis creates: 3 on a 3-node cluster (R3). */
+  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   NATS_SUBJECT_PREFIX: z.string().regex(/^([A-Za-z0-9_-]+\.)?$/, 'letters, digits, _ or - followed by a dot').optional(),
   PORTCULLIS_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

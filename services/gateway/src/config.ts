@@ -71,6 +71,9 @@ const gatewayShape = {
   ])),
 };
 
+/** Every environment variable the gateway service reads (deploy files are checked against it). */
+export const GATEWAY_CONFIG_VARIABLES: readonly string[] = Object.keys(gatewayShape);
+
 export type GatewayConfig = z.infer<z.ZodObject<typeof gatewayShape>> & {
   /** Per-connector upstream MCP URL: the catalog's, unless configured otherwise. */
   upstreamUrls: Record<string, string>;

@@ -15,6 +15,9 @@ const policyConfigShape = {
   POLICY_CLOCK_OFFSET_MS: z.coerce.number().int().safe().default(0),
 };
 
+/** Every environment variable the policy service reads (deploy files are checked against it). */
+export const POLICY_CONFIG_VARIABLES: readonly string[] = Object.keys(policyConfigShape);
+
 export type PolicyConfig = z.infer<z.ZodObject<typeof policyConfigShape>>;
 
 /** Reads the policy service's configuration; throws `ConfigError` naming each bad variable. */

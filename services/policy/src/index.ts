@@ -1,4 +1,4 @@
-export { loadPolicyConfig, type PolicyConfig } from './config.ts';
+export { POLICY_CONFIG_VARIABLES, loadPolicyConfig, type PolicyConfig } from './config.ts';
 export { startPolicyService, type PolicyService } from './policy-service.ts';
 export {
   BASE_POLICY_KEY, compilePolicy, compilePolicyText, MEMBER_NOT_APPROVED_POLICY_KEY, PolicyCompileError, RESERVED_KEY_PREFIX,

@@ -27,7 +27,7 @@ const awkward: AuditEntry[] = [
   }),
   makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:01.000Z', agentName: '=HYPERLINK("http://evil.example","x")', memberName: '+1 555 0100', reason: '-2+3', tool: '@SUM(A1)', durationMs: 0.1 + 0.2 }),
   makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:02.000Z', reason: '\tTabbed', resource: '\rCarriage', memberName: '', durationMs: 3, matchedPolicyIds: ['=cmd|calc'] }),
-  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:03.000Z', reason: 'a\r\nb "c", d', service: 'sl,ack', tool: 'post"message', toolArgs: {} }),
+  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:03.000Z', reason: 'a\r\nb "c", d', service: 'sl,ack', tool: 'post"message', agentName: 'Line\r\nBreak\nAgent', toolArgs: {} }),
   makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:04.000Z', reason: 'not -a formula; O\'Brien', matchedPolicyIds: ['a', 'b', 'c'], durationMs: 1234567.125 }),
 ];
 const noSession = (() => {

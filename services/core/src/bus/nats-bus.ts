@@ -9,6 +9,8 @@ export interface NatsBusOptions {
   /** Prefix for every subject and the stream name; lets tests share one server. */
   subjectPrefix?: string;
   name?: string;
+  /** JetStream replicas of the audit stream and the KV buckets (3 on a 3-node cluster). Default 1. */
+  replicas?: number;
 }
 
 const encoder = new TextEncoder();
@@ -39,6 +41,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     name: streamName,
     subjects: [`${auditSubject}.>`],
     storage: StorageType.File,
+    num_replicas: options.replicas ?? 1,
     duplicate_window: nanos(10 * 60_000),
   };
   try {
@@ -132,7 +135,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       return () => sub.unsubscribe();
     },
     async keyValue(name, kvOptions): Promise<KeyValueBucket> {
-      const kv = await new Kvm(nc).create(`${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}${name}`, { history: 1, ttl: kvOptions.ttlMs, storage: 'file' });
+      const kv = await new Kvm(nc).create(`${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}${name}`, { history: 1, ttl: kvOptions.ttlMs, storage: 'file', replicas: options.replicas ?? 1 });
       return {
         async get(key) {
           const entry = await kv.get(key);

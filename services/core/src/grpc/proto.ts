@@ -25,6 +25,8 @@ export const AuditQueryService = loadService('portcullis/audit/v1/audit.proto', 
 
 /** Keeps connections warm on loopback and across a cluster; identical on both ends. */
 export const channelOptions: grpc.ChannelOptions = {
+  // Every address a name resolves to (several policy or audit replicas behind one DNS name) gets calls in turn.
+  'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 10_000,
   'grpc.max_receive_message_length': 64 * 1024 * 1024,
