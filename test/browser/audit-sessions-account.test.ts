@@ -4,7 +4,10 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { generate } from 'otplib';
 import { DEMO_OWNER_EMAIL } from '@portcullis/standalone';
 import { launchChromium, openPage, signInThroughPage, startProduct, type RunningProduct } from '../support/browser.ts';
+import { apiClient, signInThroughOutbox } from '../support/api-client.ts';
 import { connectMcp } from '../support/mcp-client.ts';
+
+const MEMBER = 'sessions-member@example.com';
 
 type McpClient = Awaited<ReturnType<typeof connectMcp>>['client'];
 
@@ -33,7 +36,8 @@ describe('audit log, tool sessions and account in a real browser (single process
   let agentId: string;
 
   beforeAll(async () => {
-    [product, browser] = await Promise.all([startProduct(), launchChromium()]);
+    // A fast stream tick, so a stream notices an ended dashboard session within a second.
+    [product, browser] = await Promise.all([startProduct({ AUDIT_STREAM_HEARTBEAT_MS: '500' }), launchChromium()]);
     ({ context, page, consoleErrors, screenshot } = await openPage(browser, product.baseUrl));
     ({ client: mcp } = await connectMcp(product.baseUrl, product.demoMemberKey));
     const allowed = await mcp.callTool({ name: 'github__get_me', arguments: {} });
@@ -69,14 +73,13 @@ describe('audit log, tool sessions and account in a real browser (single process
     await page.getByLabel('Decision').selectOption('DENY');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.waitForURL(/\/audit\?result=DENY$/);
-    await page.locator('tr.entry[data-decision="DENY"]').first().waitFor();
-    await expect(rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-decision')))).resolves.toEqual(expect.arrayContaining(['DENY']));
-    expect(await page.locator('tr.entry[data-decision="ALLOW"]').count()).toBe(0);
+    await expect.poll(() => page.locator('tr.entry[data-decision="ALLOW"]').count()).toBe(0);
+    await page.locator('.results[aria-busy="false"] tr.entry[data-decision="DENY"]').first().waitFor();
     expect(await rows.filter({ hasText: 'get_me' }).count()).toBe(0);
 
     // The filters live in the URL: a reload shows the same filtered view.
     await page.reload();
-    await page.locator('tr.entry[data-decision="DENY"]').first().waitFor();
+    await page.locator('.results[aria-busy="false"] tr.entry[data-decision="DENY"]').first().waitFor();
     await expect(page.getByLabel('Decision').inputValue()).resolves.toBe('DENY');
     expect(await page.locator('tr.entry[data-decision="ALLOW"]').count()).toBe(0);
 
@@ -88,16 +91,34 @@ describe('audit log, tool sessions and account in a real browser (single process
     await expect(details.locator('pre').textContent()).resolves.toContain('"repo": "api"');
     await screenshot('audit-filtered-deny-expanded');
 
-    // A filter nothing matches shows the empty state.
-    await page.goto('/audit?tool=no-such-tool-anywhere');
+    // The member dropdown lists the identities in the caller's audit data and filters by member id.
+    await page.goto('/audit');
+    await page.getByLabel('Member').selectOption({ label: DEMO_OWNER_EMAIL });
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/\/audit\?member=[0-9a-f-]{36}$/);
+    await page.locator('.results[aria-busy="false"] tr.entry').first().waitFor();
+    expect(await rows.count()).toBeGreaterThanOrEqual(2);
+
+    // Paging: the limit and offset live in the URL too.
+    await page.goto('/audit?limit=1');
+    await expect(page.getByTestId('audit-total').textContent()).resolves.toMatch(/^\s*Showing 1–1 of [2-9]\d* entries\s*$/);
+    await page.getByRole('button', { name: 'Older' }).click();
+    await page.waitForURL(/\/audit\?limit=1&offset=1$/);
+    await expect.poll(() => page.getByTestId('audit-total').textContent()).toMatch(/Showing 2–2 of/);
+    await expect(page.getByRole('button', { name: 'Newer' }).isEnabled()).resolves.toBe(true);
+
+    // A filter nothing matches shows the empty state; a range from the URL fills the form.
+    await page.goto('/audit?from=2099-01-01T00:00:00.000Z&tool=get');
     await page.getByText('No audit entries match these filters.').waitFor();
+    await expect(page.getByLabel('From').inputValue()).resolves.toMatch(/^209[89]-/);
+    await expect(page.getByLabel('Tool').inputValue()).resolves.toBe('get');
     expect(consoleErrors).toEqual([]);
   }, 60_000);
 
   it('live mode shows a new call within a few seconds, without a reload', async () => {
     await page.goto('/audit?service=github');
     await page.locator('tr.entry').first().waitFor();
-    await page.evaluate(() => { (window as unknown as { notReloaded: boolean }).notReloaded = true; });
+    await page.evaluate(() => { (globalThis as unknown as { notReloaded: boolean }).notReloaded = true; });
     const before = await page.locator('tr.entry').count();
     await page.getByRole('button', { name: 'Go live' }).click();
     await page.locator('[data-live-status="live"]').waitFor({ timeout: 10_000 });
@@ -111,7 +132,7 @@ describe('audit log, tool sessions and account in a real browser (single process
     // Newest first: it is the top row, and it was prepended (the page never reloaded).
     await expect(page.locator('tr.entry').first().textContent()).resolves.toContain('search_repositories');
     expect(await page.locator('tr.entry').count()).toBeGreaterThan(before);
-    await expect(page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).resolves.toBe(true);
+    await expect(page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded)).resolves.toBe(true);
     await screenshot('audit-live');
 
     await page.getByRole('button', { name: 'Stop live updates' }).click();
@@ -125,15 +146,33 @@ describe('audit log, tool sessions and account in a real browser (single process
     await page.getByRole('button', { name: 'Export all matching' }).click();
     const save = page.getByRole('link', { name: /^Save portcullis-audit-\d{8}-\d{6}\.csv$/ });
     await save.waitFor({ timeout: 15_000 });
-    await expect(page.getByRole('status').filter({ hasText: 'Ready:' }).textContent()).resolves.toMatch(/Ready: [1-9]\d* rows?, [\d.]+ (B|KB)/);
+    const ready = await page.getByRole('status').filter({ hasText: 'Ready:' }).textContent();
+    const [, shownRows, shownSize] = /Ready: (\d+) rows?, ([\d.]+ (?:B|KB))/.exec(ready ?? '') ?? [];
     await screenshot('audit-export-ready');
     const [download] = await Promise.all([page.waitForEvent('download'), save.click()]);
     expect(download.suggestedFilename()).toMatch(/^portcullis-audit-\d{8}-\d{6}\.csv$/);
     const csv = readFileSync((await download.path())!, 'utf8');
     const [header, ...lines] = csv.split(/\r?\n/).filter(Boolean);
     expect(header).toBe('timestamp,agent,member,tool,service,resource,decision,reason,duration,matched_policy_ids');
+    // The progress display counted what arrived: every data row, and every byte.
+    expect(Number(shownRows)).toBe(lines.length);
+    expect(shownSize).toBe(Buffer.byteLength(csv) < 1024 ? `${Buffer.byteLength(csv)} B` : `${(Buffer.byteLength(csv) / 1024).toFixed(1)} KB`);
     expect(lines.some((l) => l.includes('delete_repository') && l.includes('DENY'))).toBe(true);
     expect(lines.some((l) => l.includes('get_me') && l.includes('ALLOW'))).toBe(true);
+
+    // Cancel: while the export is under way (held back here), the cancel button aborts it.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    await page.route('**/api/audit/export?*', async (route) => {
+      await held;
+      await route.continue().catch(() => undefined); // the page gave up on it meanwhile
+    });
+    await page.getByRole('button', { name: 'Export all matching' }).click();
+    await page.getByRole('button', { name: 'Cancel export' }).click();
+    await page.getByText('Export cancelled.').waitFor();
+    release();
+    await page.unroute('**/api/audit/export?*');
+    await expect(page.getByRole('button', { name: 'Export all matching' }).isEnabled()).resolves.toBe(true);
 
     // The same with a filter: only the denied calls.
     await page.goto('/audit?result=DENY');
@@ -185,6 +224,59 @@ describe('audit log, tool sessions and account in a real browser (single process
     await expect(page.locator('.summary dl').textContent()).resolves.toMatch(/Ended.*\(reset\)/);
     // The MCP client's session is over: its next call is refused.
     await expect(mcp.callTool({ name: 'github__get_me', arguments: {} })).rejects.toThrow();
+    expect(consoleErrors).toEqual([]);
+  }, 60_000);
+
+  it('a member (not an owner) sees only their own tool sessions; the owner sees everyone\'s', async () => {
+    // The owner invites and approves through the signed-in page's own session.
+    const invite = await page.evaluate(async ({ id, email }) => {
+      const res = await fetch(`/api/agents/${id}/invite`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
+      return res.json() as Promise<{ token: string }>;
+    }, { id: agentId, email: MEMBER });
+    const memberApi = apiClient(product.baseUrl);
+    await signInThroughOutbox(memberApi, product.outboxDir, MEMBER);
+    const joined = await memberApi.call('POST', `/api/agents/${agentId}/join`, { token: invite.token });
+    expect(joined.status).toBe(200);
+    const memberId = joined.body.memberId as string;
+    const approved = await page.evaluate(async ({ id, memberId }) => (await fetch(`/api/agents/${id}/members/${memberId}/status`, {
+      method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status: 'approved' }),
+    })).status, { id: agentId, memberId });
+    expect(approved).toBe(200);
+    const key = await memberApi.call('PUT', `/api/agents/${agentId}/members/${memberId}/key`, {});
+    expect(key.status).toBe(200);
+    const { client: memberMcp } = await connectMcp(product.baseUrl, key.body.key as string);
+
+    const member = await openPage(browser, product.baseUrl);
+    try {
+      await signInThroughPage(member.page, product.outboxDir, MEMBER);
+      await member.page.goto(`/agents/${agentId}/sessions`);
+      await member.page.getByRole('heading', { name: 'Your tool sessions' }).waitFor();
+      const rows = member.page.locator('tr[data-session-id]');
+      await rows.first().waitFor();
+      await expect(rows.allTextContents()).resolves.toEqual([expect.stringContaining(MEMBER)]);
+      await member.screenshot('sessions-member-own');
+
+      // Live mode ends gracefully when the stream says the dashboard session is over
+      // (`event: end`, session_ended): the page returns to sign-in, and back here afterwards.
+      await member.page.goto('/audit?result=DENY');
+      await member.page.getByRole('button', { name: 'Go live' }).click();
+      await member.page.locator('[data-live-status="live"]').waitFor({ timeout: 10_000 });
+      const ended = await member.page.evaluate(async () => {
+        const { sessions } = await (await fetch('/api/users/me/sessions')).json() as { sessions: Array<{ id: string; current: boolean }> };
+        return (await fetch(`/api/users/me/sessions/${sessions.find((s) => s.current)!.id}`, { method: 'DELETE' })).status;
+      });
+      expect(ended).toBe(204);
+      await member.page.waitForURL(/\/sign-in\?next=%2Faudit%3Fresult%3DDENY$/, { timeout: 10_000 });
+      expect(member.consoleErrors).toEqual([]);
+    } finally {
+      await memberMcp.close().catch(() => undefined);
+      await member.context.close();
+    }
+
+    await page.goto(`/agents/${agentId}/sessions`);
+    await page.getByRole('heading', { name: 'Tool sessions', exact: true }).waitFor();
+    await page.locator('tr[data-session-id]', { hasText: MEMBER }).waitFor();
+    await page.locator('tr[data-session-id]', { hasText: DEMO_OWNER_EMAIL }).first().waitFor();
     expect(consoleErrors).toEqual([]);
   }, 60_000);
 

@@ -80,7 +80,7 @@ describe('policies in the dashboard (real browser, single process, demo agent)',
     await page.getByRole('link', { name: 'New policy' }).click();
     await page.waitForURL(/\/policies\/new$/);
     await page.locator('input[name="name"]').fill('Block GitHub writes');
-    await expect(page.locator('select[name="service"]').inputValue()).resolves.toBe('github');
+    await expect.poll(() => page.locator('select[name="service"]').inputValue()).toBe('github');
     await page.getByLabel('Select whole write tier').check();
     const cedar = page.getByTestId('cedar-preview');
     await expect.poll(() => cedar.textContent(), { timeout: 10_000 }).toMatch(/forbid[\s\S]*GithubMCP::Action::"issue_write"/);
@@ -163,10 +163,29 @@ describe('policies in the dashboard (real browser, single process, demo agent)',
     expect(await page.getByLabel('Select whole write tier').isChecked()).toBe(true);
     await name.fill('Block GitHub writes (edited)');
     await page.locator('textarea[name="denyMessage"]').fill('Edited: GitHub writes need an owner.');
+    await page.locator('input[name="tool"][value="delete_file"]').check();
+    // Only for the listed member, and only on one harvested repository (the entity picker).
+    await page.getByLabel('Only these members').check();
+    await page.getByRole('checkbox', { name: /demo@portcullis\.local/ }).check();
+    await page.getByLabel('Resources', { exact: true }).check();
+    await page.getByLabel('Search entities').fill('acme');
+    const results = page.getByRole('list', { name: 'Entity search results' });
+    await results.locator('li', { has: page.locator('code', { hasText: /^acme\/api$/ }) }).getByRole('button', { name: 'Add' }).click();
+    await expect(page.getByRole('list', { name: 'Selected resources' }).textContent()).resolves.toContain('acme/api');
+    const cedar = page.getByTestId('cedar-preview');
+    await expect.poll(() => cedar.textContent(), { timeout: 10_000 }).toMatch(/GithubMCP::Repository::"acme\/api"/);
+    expect(await cedar.textContent()).toMatch(/Portcullis::Member::"[0-9a-f-]{36}"/);
     await expect.poll(() => page.getByTestId('preview-state').textContent(), { timeout: 10_000 }).toBe('Compiles');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.getByText('Saved as version 4.').waitFor();
     await screenshot('policy-edited');
+    // Opened again, the editor shows what was saved, conditions included.
+    await page.reload();
+    await expect.poll(() => name.inputValue()).toBe('Block GitHub writes (edited)');
+    expect(await page.getByLabel('Resources', { exact: true }).isChecked()).toBe(true);
+    await expect(page.getByRole('list', { name: 'Selected resources' }).textContent()).resolves.toContain('acme/api');
+    expect(await page.getByRole('checkbox', { name: /demo@portcullis\.local/ }).isChecked()).toBe(true);
+    expect(await page.locator('input[name="tool"][value="delete_file"]').isChecked()).toBe(true);
   });
 
   it('shows the history, a diff of two versions, and restores the first one after confirmation', async () => {
@@ -185,9 +204,10 @@ describe('policies in the dashboard (real browser, single process, demo agent)',
     const diffs = page.getByRole('region', { name: 'Differences' });
     await diffs.waitFor();
     const snapshotDiff = await diffs.getByLabel('Snapshot').textContent();
-    expect(snapshotDiff).toContain('- "name": "Block GitHub writes",');
-    expect(snapshotDiff).toContain('+ "name": "Block GitHub writes (edited)",');
-    expect(await diffs.getByLabel('Cedar').textContent()).toMatch(/[-+] /);
+    expect(snapshotDiff).toMatch(/^- +"name": "Block GitHub writes",$/m);
+    expect(snapshotDiff).toMatch(/^\+ +"name": "Block GitHub writes \(edited\)",$/m);
+    expect(snapshotDiff).toMatch(/^ {2} +"service": "github",$/m);
+    expect(await diffs.getByLabel('Cedar').textContent()).toMatch(/^\+ .*GithubMCP::Action::"delete_file"/m);
     await screenshot('policy-versions-diff');
 
     await page.getByRole('button', { name: 'Restore v1' }).click();
@@ -200,6 +220,34 @@ describe('policies in the dashboard (real browser, single process, demo agent)',
     const listed = await apiGet<{ policies: Array<{ id: string; name: string; denyMessage: string }> }>(`/api/agents/${agentId}/policies`);
     expect(listed.policies.find((p) => p.id === policyId)).toMatchObject({ name: 'Block GitHub writes', denyMessage: 'Writes to GitHub are paused for this agent.' });
     await screenshot('policy-restored');
+  });
+
+  it('deletes the policy from the editor after confirmation; its history stays and a restore brings it back', async () => {
+    await page.getByRole('link', { name: 'Edit policy' }).click();
+    await page.waitForURL(new RegExp(`/policies/${policyId}$`));
+    await expect.poll(() => page.locator('input[name="name"]').inputValue()).toBe('Block GitHub writes');
+    // Simulating an edit replaces the saved policy: the same policy judged again changes nothing.
+    await page.getByRole('button', { name: 'Run simulation' }).click();
+    await page.getByTestId('sim-evaluated').waitFor();
+    expect(Number(await page.getByTestId('sim-allow-to-deny').textContent())).toBe(0);
+    expect(Number(await page.getByTestId('sim-deny-to-allow').textContent())).toBe(0);
+
+    await page.getByRole('button', { name: 'Delete policy' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Yes, delete it' }).click();
+    await page.waitForURL(new RegExp(`/policies/${policyId}/versions\\?deleted=1$`));
+    await page.getByText('Policy deleted.').waitFor();
+    const rows = page.getByRole('table', { name: 'Versions' }).locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(6);
+    await expect(rows.first().textContent()).resolves.toMatch(/v6.*delete/s);
+    const afterDelete = await apiGet<{ policies: Array<{ id: string }> }>(`/api/agents/${agentId}/policies`);
+    expect(afterDelete.policies.some((p) => p.id === policyId)).toBe(false);
+    await screenshot('policy-deleted-history');
+
+    await page.getByRole('button', { name: 'Restore v6' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Yes, restore version 6' }).click();
+    await page.getByText('Version 6 restored as version 7.').waitFor();
+    const afterRestore = await apiGet<{ policies: Array<{ id: string; name: string }> }>(`/api/agents/${agentId}/policies`);
+    expect(afterRestore.policies.find((p) => p.id === policyId)?.name).toBe('Block GitHub writes');
   });
 
   it('logged no console errors but the 400 it provoked on purpose', () => {

@@ -31,14 +31,22 @@ describe('audit store over ClickHouse\'s HTTP interface (two clients, one store)
     const started = await startClickHouseFrontProcess(join(dir, 'ch'));
     front = started.process;
     const target = { kind: 'server', url: started.url } as const;
-    writer = await openAuditStore({ target, database: 'portcullis', retentionDays: null });
-    reader = await openAuditStore({ target, database: 'portcullis' });
+    // Two processes starting at once on a fresh store: the migration lock makes them take turns.
+    [writer, reader] = await Promise.all([
+      openAuditStore({ target, database: 'portcullis', retentionDays: null }),
+      openAuditStore({ target, database: 'portcullis' }),
+    ]);
   });
   afterAll(async () => {
     await writer?.close();
     await reader?.close();
     await front?.stop();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('migrates once though two clients opened the fresh store together', async () => {
+    expect(await writer.migrate()).toEqual([]);
+    expect(await reader.migrate()).toEqual([]);
   });
 
   it('migrates, inserts (twice: redelivery), and another client reads each entry once with every filter', async () => {

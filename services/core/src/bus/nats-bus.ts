@@ -60,18 +60,21 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       await js.publish(`${auditSubject}.${entry.agentId}`, encoder.encode(JSON.stringify(entry)), { msgID: auditMessageId(entry) });
     },
     async consumeAudit(opts: AuditConsumerOptions): Promise<AuditConsumer> {
-      try {
-        await jsm.consumers.info(streamName, durable);
-      } catch {
-        await jsm.consumers.add(streamName, {
-          durable_name: durable,
-          ack_policy: AckPolicy.Explicit,
-          deliver_policy: DeliverPolicy.All,
-          ack_wait: nanos(30_000),
-          max_ack_pending: 20_000,
-        }).catch(() => undefined); // created concurrently by another writer
-      }
-      const consumer = await js.consumers.get(streamName, durable);
+      const ensureConsumer = async () => {
+        try {
+          await jsm.consumers.info(streamName, durable);
+        } catch {
+          await jsm.consumers.add(streamName, {
+            durable_name: durable,
+            ack_policy: AckPolicy.Explicit,
+            deliver_policy: DeliverPolicy.All,
+            // A batch handed to a writer that dies is redelivered to another after this long.
+            ack_wait: nanos(10_000),
+            max_ack_pending: 20_000,
+          }).catch(() => undefined); // created concurrently by another writer
+        }
+        return js.consumers.get(streamName, durable);
+      };
       const handleBatch = async (msgs: JsMsg[]) => {
         const entries: AuditEntry[] = [];
         const good: JsMsg[] = [];
@@ -95,7 +98,6 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
 
       // A continuous pull: a batch is handled when it is full or `maxWaitMs` after its first
       // message, so an entry waits at most that long (plus the insert) to become queryable.
-      const messages = await consumer.consume({ max_messages: Math.max(opts.batchSize * 2, 256) });
       const buffer: JsMsg[] = [];
       let timer: NodeJS.Timeout | undefined;
       let chain: Promise<void> = Promise.resolve();
@@ -106,16 +108,36 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         });
         return chain;
       };
+      // The pull ends when the server it runs through goes away (a node restarts, the consumer's
+      // leader moves): pull again, on whichever node the connection reaches now, until stopped.
+      let stopping = false;
+      let messages: Awaited<ReturnType<Awaited<ReturnType<typeof ensureConsumer>>['consume']>> | undefined;
+      const first = await ensureConsumer();
       const loop = (async () => {
-        for await (const m of messages) {
-          buffer.push(m);
-          if (buffer.length >= opts.batchSize) await flush();
-          else timer ??= setTimeout(() => void flush(), opts.maxWaitMs);
+        let consumer: Awaited<ReturnType<typeof ensureConsumer>> | undefined = first;
+        while (!stopping) {
+          try {
+            consumer ??= await ensureConsumer();
+            // Pull requests expire after 5 s (heartbeats every 2.5 s), so a pull lost with a node
+            // that died is noticed and re-issued within seconds rather than the default 30-60 s.
+            messages = await consumer.consume({ max_messages: Math.max(opts.batchSize * 2, 256), expires: 5_000 });
+            if (stopping) await messages.close();
+            for await (const m of messages) {
+              buffer.push(m);
+              if (buffer.length >= opts.batchSize) await flush();
+              else timer ??= setTimeout(() => void flush(), opts.maxWaitMs);
+            }
+          } catch {
+            // reconnecting: try again below
+          }
+          consumer = undefined;
+          if (!stopping) await new Promise((resolve) => setTimeout(resolve, 250));
         }
-      })().catch(() => undefined);
+      })();
 
       const stop = async () => {
-        await messages.close().catch(() => undefined);
+        stopping = true;
+        await messages?.close().catch(() => undefined);
         await loop;
         await flush();
       };

@@ -32,7 +32,7 @@ export class LiveAudit {
 
   private open(): void {
     if (this.closed) return;
-    const source = new EventSource(this.url, { withCredentials: true });
+    const source = new EventSource(this.url);
     this.source = source;
     source.onopen = () => {
       if (this.opened) this.handlers.onGap();

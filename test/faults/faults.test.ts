@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { isolatingFetch } from '@portcullis/core';
+import { apiClient, signInThroughOutbox } from '../support/api-client.ts';
+import { addMember, sandboxTokenIssuer } from '../support/fixtures.ts';
+import { connectMcpDirect } from '../support/mcp-client.ts';
+import { startCluster, type Cluster } from './cluster.ts';
+
+/**
+ * Issue 9: kill -9 one audit writer, one policy service, one gateway and one NATS node, each
+ * in turn, under a steady load of tool calls through both gateways (every MCP session's
+ * requests alternate between them, as behind a balancer; a refused connection fails over to
+ * the other gateway, as a balancer would). After each fault: no audit entry lost or doubled,
+ * no call forwarded without a verdict, and calls through every gateway succeed again within
+ * 5 s of the restart. The figures are printed.
+ */
+const WORKERS = 6;
+const BEFORE_MS = 1_500;
+const DOWN_MS = 2_000;
+const AFTER_MS = 3_000;
+
+type Outcome = 'allowed' | 'denied-unavailable' | 'refused-audit' | 'denied-other' | 'error';
+interface Call { title: string; outcome: Outcome; gateway: number; at: number }
+
+function classify(result: { isError?: boolean; content?: Array<{ text?: string }> }): Outcome {
+  if (!result.isError) return 'allowed';
+  const text = result.content?.map((c) => c.text).join(' ') ?? '';
+  if (/policy service unavailable/i.test(text)) return 'denied-unavailable';
+  if (/audit log unavailable/i.test(text)) return 'refused-audit';
+  return 'denied-other';
+}
+
+/** An MCP client whose requests alternate between gateways, failing over on a refused connection. */
+async function balancedClient(gateways: string[], key: string, served: { last: number }) {
+  let turn = Math.floor(Math.random() * gateways.length);
+  const balanced: typeof fetch = async (input, init) => {
+    for (let attempt = 0; attempt < gateways.length; attempt++) {
+      const i = turn++ % gateways.length;
+      const url = new URL(String(input instanceof Request ? input.url : input));
+      url.host = new URL(gateways[i]!).host;
+      try {
+        const res = await isolatingFetch(url, init);
+        served.last = i;
+        return res;
+      } catch (err) {
+        const refused = (err as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED';
+        if (!refused || attempt === gateways.length - 1) throw err;
+      }
+    }
+    throw new Error('unreachable');
+  };
+  const client = new Client({ name: 'fault-load', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${gateways[0]}/mcp`), { fetch: balanced, requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  return client;
+}
+
+describe('faults under load: 3-node NATS (R3), 2 gateways, 2 policy services, 2 audit writers, one ClickHouse', () => {
+  let cluster: Cluster;
+  let memberKey: string;
+  let agentId: string;
+  let token: string;
+  let clickhouse: ClickHouseClient;
+  const figures: Array<Record<string, string | number>> = [];
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    const owner = apiClient(cluster.gateways[0]!);
+    await signInThroughOutbox(owner, cluster.outboxDir, 'fault-owner@example.com');
+    agentId = (await owner.call('POST', '/api/agents', { name: 'Fault agent' })).body.id;
+    await owner.call('PUT', `/api/agents/${agentId}/services`, { services: ['github'] });
+    token = await sandboxTokenIssuer(cluster.sandboxUrl)('github', { login: 'loadgen', name: 'Load' });
+    ({ memberKey } = await addMember(cluster.database.db, { agentId, email: 'load@example.com', status: 'approved', connect: { github: token } }));
+    clickhouse = createClient({ url: cluster.clickhouseUrl });
+  });
+  afterAll(async () => {
+    if (figures.length > 0) console.table(figures);
+    await clickhouse?.close();
+    await cluster?.stop();
+  });
+
+  /** Runs the load while `fault` happens; returns every call and when the member came back. */
+  async function underLoad(label: string, member: string): Promise<{ calls: Call[]; restartedAt: number }> {
+    const calls: Call[] = [];
+    let running = true;
+    let n = 0;
+    const worker = async () => {
+      const served = { last: 0 };
+      let client = await balancedClient(cluster.gateways, memberKey, served);
+      while (running) {
+        const title = `${label}-${n++}`;
+        try {
+          const result = await client.callTool({ name: 'github__issue_write', arguments: { method: 'create', owner: 'acme', repo: 'web', title } });
+          calls.push({ title, outcome: classify(result as never), gateway: served.last, at: Date.now() });
+        } catch {
+          calls.push({ title, outcome: 'error', gateway: served.last, at: Date.now() });
+          await client.close().catch(() => undefined);
+          client = await balancedClient(cluster.gateways, memberKey, served).catch(() => client);
+        }
+      }
+      await client.close().catch(() => undefined);
+    };
+    const workers = Array.from({ length: WORKERS }, worker);
+    await new Promise((r) => setTimeout(r, BEFORE_MS));
+    await cluster.members[member]!.kill();
+    await new Promise((r) => setTimeout(r, DOWN_MS));
+    await cluster.members[member]!.start();
+    const restartedAt = Date.now();
+    await new Promise((r) => setTimeout(r, AFTER_MS));
+    running = false;
+    await Promise.all(workers);
+    return { calls, restartedAt };
+  }
+
+  /** Entries per title in the audit store, once every answered call's entry is there (30 s at most). */
+  async function entriesOf(label: string, calls: Call[]): Promise<Map<string, Array<{ decision: string; reason: string }>>> {
+    const answered = calls.filter((c) => c.outcome !== 'error');
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const result = await clickhouse.query({
+        query: `SELECT JSONExtractString(tool_args, 'title') AS title, decision, reason FROM portcullis.audit_entries FINAL
+                WHERE agent_id = {agent:String} AND startsWith(JSONExtractString(tool_args, 'title'), {label:String})`,
+        query_params: { agent: agentId, label: `${label}-` }, format: 'JSONEachRow',
+      });
+      const byTitle = new Map<string, Array<{ decision: string; reason: string }>>();
+      for (const row of await result.json<{ title: string; decision: string; reason: string }>()) {
+        byTitle.set(row.title, [...(byTitle.get(row.title) ?? []), row]);
+      }
+      const complete = answered.every((c) => byTitle.get(c.title)?.some((e) => !/outcome not recorded/.test(e.reason)));
+      if (complete || Date.now() > deadline) return byTitle;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
+  async function upstreamTitles(label: string): Promise<Set<string>> {
+    const direct = await connectMcpDirect(`${cluster.sandboxUrl}/github/mcp`, token);
+    const listed = await direct.callTool({ name: 'list_issues', arguments: { owner: 'acme', repo: 'web' } }) as { content: Array<{ text: string }> };
+    await direct.close();
+    return new Set((JSON.parse(listed.content[0]!.text).items as Array<{ title: string }>).map((i) => i.title).filter((t) => t.startsWith(`${label}-`)));
+  }
+
+  it.each([
+    ['audit writer', 'audit-1'],
+    ['policy service', 'policy-1'],
+    ['gateway', 'gateway-2'],
+    ['NATS node', 'nats-2'],
+  ])('kill -9 of one %s (%s): nothing lost, doubled or forwarded without a verdict; recovered within 5 s', async (_kind, member) => {
+    const label = `fault-${member}`;
+    const { calls, restartedAt } = await underLoad(label, member);
+    const entries = await entriesOf(label, calls);
+    const upstream = await upstreamTitles(label);
+
+    const count = (o: Outcome) => calls.filter((c) => c.outcome === o).length;
+    const duplicated = [...entries.values()].filter((e) => e.length > 1).length;
+    const lost = calls.filter((c) => c.outcome !== 'error' && (entries.get(c.title)?.length ?? 0) !== 1).length;
+    const wrongDecision = calls.filter((c) => c.outcome !== 'error' && entries.get(c.title)?.[0]?.decision !== (c.outcome === 'allowed' ? 'ALLOW' : 'DENY')).length;
+    const withoutVerdict = [...upstream].filter((title) => entries.get(title)?.[0]?.decision !== 'ALLOW').length;
+    const deniedButForwarded = calls.filter((c) => c.outcome !== 'allowed' && c.outcome !== 'error' && upstream.has(c.title)).length;
+    const recoveredAfter = Math.max(...[0, 1].map((g) => {
+      const first = calls.find((c) => c.gateway === g && c.outcome === 'allowed' && c.at >= restartedAt);
+      return first ? first.at - restartedAt : Infinity;
+    }));
+    figures.push({
+      fault: member, attempted: calls.length, allowed: count('allowed'), 'denied-unavailable': count('denied-unavailable'),
+      'refused-audit': count('refused-audit'), 'transport-errors': count('error'), stored: entries.size, duplicated, lost,
+      'forwarded-without-verdict': withoutVerdict, 'recovery-ms': recoveredAfter,
+    });
+
+    expect(calls.length).toBeGreaterThan(50);
+    expect(count('denied-other')).toBe(0);
+    expect(duplicated).toBe(0);
+    expect(lost).toBe(0);
+    expect(wrongDecision).toBe(0);
+    expect(withoutVerdict).toBe(0);
+    expect(deniedButForwarded).toBe(0);
+    expect(recoveredAfter).toBeLessThanOrEqual(5_000);
+  });
+});
