@@ -53,6 +53,13 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     await page.getByText('You have no agents yet').waitFor();
     await screenshot('agents-empty');
 
+    // A blank name passes the browser's `required` but not the API: its message is shown, with the field.
+    await page.getByLabel('Name', { exact: true }).fill('   ');
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/\(name\)$/);
+    await screenshot('agents-create-invalid');
+    expect(unexpected(consoleErrors.splice(0), '400')).toEqual([]);
+
     await page.getByLabel('Name', { exact: true }).fill('Support bot');
     await page.getByLabel('Tags').fill('support, beta');
     await page.getByLabel('Type').selectOption('standard');
@@ -186,7 +193,8 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     expect(memberKey).toMatch(/^pcm_[A-Za-z0-9_-]{43}$/);
     await page.getByRole('button', { name: 'Copy' }).click();
     await page.getByText('Copied to the clipboard.').waitFor();
-    await expect(page.evaluate(() => navigator.clipboard.readText())).resolves.toBe(memberKey);
+    // The page's own clipboard (a DOM API: the test's tsconfig has no DOM types, hence the string).
+    await expect(page.evaluate('navigator.clipboard.readText()')).resolves.toBe(memberKey);
     await page.getByText(`Current key: …${memberKey.slice(-4)}`).waitFor();
     await screenshot('member-key-shown-once');
 
@@ -250,11 +258,10 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     const { page, screenshot, consoleErrors } = owner;
     await page.getByRole('navigation', { name: 'Agent sections' }).getByRole('link', { name: 'Overview' }).click();
     await page.waitForURL(new RegExp(`/agents/${agentId}$`));
-    await expect.poll(async () => {
-      await page.reload();
-      await page.getByRole('heading', { name: 'Recent denies' }).waitFor();
-      return page.getByRole('cell', { name: /Team listing is off limits/ }).count();
-    }, { timeout: 20_000, interval: 1_000 }).toBe(1);
+    // The audit service stores entries asynchronously: wait until both are queryable, then load the page.
+    await expect.poll(async () => (await apiFromPage(page, 'GET', '/api/audit?agent=Support%20bot')).body.total, { timeout: 60_000, interval: 500 }).toBe(2);
+    await page.reload();
+    await page.getByRole('cell', { name: /Team listing is off limits/ }).waitFor();
     await page.getByRole('img', { name: /Calls to Support bot, last 7 days.*1 allowed and 1 denied calls/ }).waitFor();
     expect(await page.locator('dl.totals dd').allTextContents()).toEqual(['2', '1', '1', '1']);
     await screenshot('agent-overview-activity');
@@ -328,7 +335,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     await expect(page.getByRole('columnheader', { name: /Name/ }).getAttribute('aria-sort')).resolves.toBe('ascending');
 
     await page.getByRole('searchbox', { name: 'Search' }).fill('tools');
-    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('searchbox', { name: 'Search' }).press('Enter');
     await page.waitForURL(/search=tools/);
     await expect.poll(() => page.locator('tbody tr').count()).toBe(2);
 
@@ -347,6 +354,16 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     await page.getByText('Showing 2–3 of 3').waitFor();
     await screenshot('agents-list');
     expect(consoleErrors).toEqual([]);
+  });
+
+  it('an agent that does not exist (or is not visible) shows the API\'s message', async () => {
+    const { page, screenshot, consoleErrors } = owner;
+    await page.goto('/agents/00000000-0000-4000-8000-000000000000/members');
+    await expect(page.getByRole('alert').textContent()).resolves.toBe('Agent not found.');
+    expect(await page.getByRole('navigation', { name: 'Agent sections' }).count()).toBe(0);
+    await screenshot('agent-not-found');
+    expect(unexpected(consoleErrors.splice(0), '404')).toEqual([]);
+    await page.goto('/agents');
   });
 
   it('the owner deletes an agent after confirming its name', async () => {

@@ -1,4 +1,5 @@
-import { auditEntrySchema, counter, histogram, type AuditEntry, type Bus } from '@portcullis/core';
+import { SpanKind, type Span } from '@opentelemetry/api';
+import { auditEntrySchema, contextFromTraceHeaders, counter, histogram, tracerOf, type AuditEntry, type Bus } from '@portcullis/core';
 import type { AuditStore } from './store/audit-store.ts';
 import type { AuditLogger } from './handlers/grpc-errors.ts';
 
@@ -21,6 +22,7 @@ export interface AuditWriter {
   stop(): Promise<void>;
 }
 
+const tracer = tracerOf('audit');
 const written = counter('portcullis_audit_entries_written_total', 'Audit records inserted (a call\'s decision and completion records count separately; redeliveries too)');
 const insertFailures = counter('portcullis_audit_insert_failures_total', 'Batches whose insert failed (they are redelivered)');
 const deadLetters = counter('portcullis_audit_dead_letters_total', 'Messages that were not audit entries, sent to the dead-letter subject');
@@ -40,13 +42,18 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
     maxWaitMs: options.maxWaitMs,
     async handle(batch: AuditEntry[]) {
       const writable = withoutMalformed(batch, log);
+      // Each traced call's trace continues with its write (entries of untraced calls carry none).
+      const spans: Span[] = writable.filter((e) => e.traceparent).map((e) =>
+        tracer.startSpan('audit.write', { kind: SpanKind.CONSUMER, attributes: { 'portcullis.stage': e.stage ?? 'complete', 'portcullis.batch_size': writable.length } }, contextFromTraceHeaders({ traceparent: e.traceparent })));
       try {
         await options.store.insert(writable);
+        for (const span of spans) span.end();
         written.inc(writable.length);
         batchSizes.observe(writable.length);
         const now = Date.now();
         for (const entry of writable) lag.observe(Math.max(0, now - Date.parse(entry.timestamp)) / 1000);
       } catch (err) {
+        for (const span of spans) span.end();
         insertFailures.inc();
         log(`audit writer: insert of ${writable.length} entries failed; they will be redelivered`, err);
         throw err;

@@ -1,4 +1,4 @@
-import { ConfigError, startMetricsServer, openBus } from '@portcullis/core';
+import { ConfigError, initTracing, startMetricsServer, openBus } from '@portcullis/core';
 import { loadAuditConfig } from './config.ts';
 import { startAuditService } from './server.ts';
 
@@ -12,6 +12,7 @@ async function main(): Promise<void> {
   if (!config.NATS_URL) {
     throw new ConfigError('Invalid configuration:\n  NATS_URL: required to run the audit service on its own (split mode); `npm start` runs everything in one process without it');
   }
+  initTracing({ serviceName: 'portcullis-audit', endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const bus = await openBus(config, 'audit');
   const service = await startAuditService(config, { bus }).catch(async (err: unknown) => {
     await bus.close().catch(() => undefined);

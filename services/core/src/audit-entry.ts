@@ -34,6 +34,8 @@ export const auditEntrySchema = z.object({
    * the upstream answered. The store keeps the latest stage. Absent means `complete`.
    */
   stage: z.enum(['decision', 'complete']).optional(),
+  /** W3C trace context of the call, when tracing is on (carried to the writer, never stored). */
+  traceparent: z.string().max(200).optional(),
 });
 
 export type AuditEntry = z.infer<typeof auditEntrySchema>;

@@ -20,6 +20,8 @@ export const baseConfigShape = {
   NATS_SUBJECT_PREFIX: z.string().regex(/^([A-Za-z0-9_-]+\.)?$/, 'letters, digits, _ or - followed by a dot').optional(),
   PORTCULLIS_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** OpenTelemetry: send traces (OTLP over HTTP) to this collector, e.g. http://otel-collector:4318. Unset: tracing off. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   /** Policy and audit services: serve Prometheus `GET /metrics` on this `host:port` (the gateway serves it on its own port). Unset: off. */
   METRICS_ADDRESS: z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port').optional(),
 };

@@ -1,4 +1,4 @@
-import { ConfigError, openBus, openDatabase, resolveSecret } from '@portcullis/core';
+import { ConfigError, initTracing, openBus, openDatabase, resolveSecret } from '@portcullis/core';
 import { loadGatewayConfig } from './config.ts';
 import { startGateway } from './gateway.ts';
 
@@ -8,6 +8,7 @@ async function main() {
   const config = loadGatewayConfig(process.env, secret);
   if (!config.DATABASE_URL) throw new ConfigError('Invalid configuration:\n  DATABASE_URL: required when the gateway runs as its own process');
   if (!config.NATS_URL) throw new ConfigError('Invalid configuration:\n  NATS_URL: required when the gateway runs as its own process');
+  initTracing({ serviceName: 'portcullis-gateway', endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const database = await openDatabase(config);
   const bus = await openBus(config, 'gateway');
   const gateway = await startGateway(config, { db: database.db, bus, dbPing: database.ping });

@@ -1,10 +1,11 @@
-import { ConfigError, startMetricsServer, openBus, openDatabase } from '@portcullis/core';
+import { ConfigError, initTracing, startMetricsServer, openBus, openDatabase } from '@portcullis/core';
 import { loadPolicyConfig, requireSplitModeConfig } from './config.ts';
 import { startPolicyService } from './policy-service.ts';
 
 /** Split mode: the policy decision point as a process of its own (`npm run start:policy`). */
 async function main(): Promise<void> {
   const config = requireSplitModeConfig(loadPolicyConfig(process.env));
+  initTracing({ serviceName: 'portcullis-policy', endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const database = await openDatabase(config);
   const bus = await openBus(config, 'policy');
   const service = await startPolicyService(config, { db: database.db, bus });

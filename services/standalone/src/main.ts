@@ -1,7 +1,8 @@
-import { ConfigError } from '@portcullis/core';
+import { ConfigError, initTracing } from '@portcullis/core';
 import { startStandalone } from './standalone.ts';
 
 async function main() {
+  initTracing({ serviceName: 'portcullis', endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT });
   const product = await startStandalone(process.env);
   process.stdout.write(product.banner + '\n');
 

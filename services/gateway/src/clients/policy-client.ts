@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { channelOptions, PolicyDecisionService, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
+import { channelOptions, currentTraceHeaders, PolicyDecisionService, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
 
 /** `PreviewRequest` / `PreviewResponse` of `portcullis.policy.v1` (camelCase, as proto-loader delivers them). */
 export interface PreviewRequest { agentId: string; draftJson: string }
@@ -36,7 +36,10 @@ export function createPolicyClient(address: string, timeoutMs: number): PolicyCl
   const client = new PolicyDecisionService(address, grpc.credentials.createInsecure(), channelOptions);
   const unary = <Req, Res>(method: string, deadlineMs: number) => (request: Req) =>
     new Promise<Res>((resolve, reject) => {
-      client[method]!(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, response: Res) => {
+      // The caller's trace continues in the decision point (nothing is added when tracing is off).
+      const metadata = new grpc.Metadata();
+      for (const [key, value] of Object.entries(currentTraceHeaders())) metadata.set(key, value);
+      client[method]!(request, metadata, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, response: Res) => {
         if (err) reject(err);
         else resolve(response);
       });

@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { uuidv7 } from 'uuidv7';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import {
-  actionUid, counter, getConnector, histogram, getTool, NO_FORBID_MATCHED, principalUid, redactToolArgs, resourceOf, splitToolName,
+  actionUid, counter, currentTraceHeaders, getConnector, histogram, tracerOf, getTool, NO_FORBID_MATCHED, principalUid, redactToolArgs, resourceOf, splitToolName,
   type AuditEntry, type AuthorizeResponse,
 } from '@portcullis/core';
 import type { PolicyClient } from '../clients/policy-client.ts';
@@ -113,76 +114,96 @@ export function createToolCallService(deps: {
     return { isError: true, content: [{ type: 'text', text: reason }] };
   }
 
-  return {
-    async callTool(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult> {
-      const started = performance.now();
-      const parts = splitToolName(request.name);
-      if (!parts || !getTool(parts.service, parts.tool)) {
-        throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${request.name}". Tool names are <service>__<tool>, exactly as tools/list shows them.`);
-      }
-      const { service, tool } = parts;
-      const base = baseEntry(context, request, service, tool);
-      const entryOf = (verdict: Verdict, reason: string): AuditEntry => {
-        const r = verdict.response;
-        return {
-          ...base,
-          ...(r ? { action: r.action || base.action, resource: r.resource || base.resource, principal: r.principal || base.principal } : {}),
-          decision: verdict.decision,
-          reason,
-          matchedPolicyIds: r?.matchedPolicyKeys ?? [],
-          matchedPolicyNames: r?.matchedPolicyNames ?? [],
-          policyDbIds: r?.matchedPolicyIds ?? [],
-          policyVersionIds: r?.policyVersionIds ?? [],
-          durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-        };
+  /** The call itself: resolve, decide, record ahead, forward, audit. */
+  async function callToolTraced(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult> {
+    const started = performance.now();
+    const parts = splitToolName(request.name);
+    if (!parts || !getTool(parts.service, parts.tool)) {
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${request.name}". Tool names are <service>__<tool>, exactly as tools/list shows them.`);
+    }
+    const { service, tool } = parts;
+    const traceparent = currentTraceHeaders().traceparent;
+    const base = { ...baseEntry(context, request, service, tool), ...(traceparent ? { traceparent } : {}) };
+    const entryOf = (verdict: Verdict, reason: string): AuditEntry => {
+      const r = verdict.response;
+      return {
+        ...base,
+        ...(r ? { action: r.action || base.action, resource: r.resource || base.resource, principal: r.principal || base.principal } : {}),
+        decision: verdict.decision,
+        reason,
+        matchedPolicyIds: r?.matchedPolicyKeys ?? [],
+        matchedPolicyNames: r?.matchedPolicyNames ?? [],
+        policyDbIds: r?.matchedPolicyIds ?? [],
+        policyVersionIds: r?.policyVersionIds ?? [],
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       };
-      const finish = (verdict: Verdict, reason = verdict.reason) => {
-        const entry = entryOf(verdict, reason);
-        toolCalls.inc({ service, decision: entry.decision });
-        callDuration.observe({ decision: entry.decision }, entry.durationMs / 1000);
-        deps.audit.publish(entry);
-      };
+    };
+    const finish = (verdict: Verdict, reason = verdict.reason) => {
+      const entry = entryOf(verdict, reason);
+      toolCalls.inc({ service, decision: entry.decision });
+      callDuration.observe({ decision: entry.decision }, entry.durationMs / 1000);
+      deps.audit.publish(entry);
+    };
 
-      const connection = context.connections.find((c) => c.service === service);
-      if (!context.allowedServices.includes(service) || !connection) {
+    const connection = context.connections.find((c) => c.service === service);
+    if (!context.allowedServices.includes(service) || !connection) {
+      const label = getConnector(service)!.label;
+      const reason = !context.allowedServices.includes(service)
+        ? `${label} is not enabled on this agent`
+        : `${label} is not connected for this member; connect it in the dashboard first`;
+      finish({ decision: 'DENY', reason, response: undefined });
+      return denyResult(reason);
+    }
+
+    const verdict = await decide(context, request, service, tool);
+    if (verdict.decision === 'DENY') {
+      finish(verdict);
+      return denyResult(verdict.reason);
+    }
+
+    // Write-ahead: the call goes upstream only once its record is durably accepted, so a
+    // gateway that dies mid-call still leaves an entry. The completion replaces it (same id).
+    try {
+      await deps.audit.record({ ...entryOf(verdict, `${verdict.reason || NO_FORBID_MATCHED}; ${OUTCOME_PENDING}`), stage: 'decision' });
+    } catch (err) {
+      if (!(err instanceof AuditUnavailable)) throw err;
+      auditRefusals.inc();
+      finish({ decision: 'DENY', reason: AUDIT_UNAVAILABLE, response: undefined });
+      return denyResult(AUDIT_UNAVAILABLE);
+    }
+    try {
+      const result = await callUpstream(context, connection, service, tool, request.args);
+      finish(verdict);
+      return result;
+    } catch (err) {
+      if (err instanceof ReauthRequired) {
         const label = getConnector(service)!.label;
-        const reason = !context.allowedServices.includes(service)
-          ? `${label} is not enabled on this agent`
-          : `${label} is not connected for this member; connect it in the dashboard first`;
-        finish({ decision: 'DENY', reason, response: undefined });
-        return denyResult(reason);
+        finish(verdict, `${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${label} connection needs reauthorization`);
+        return denyResult(`${label} needs to be reconnected: ${err.message} Reconnect ${label} for this agent in the Portcullis dashboard, then retry.`);
       }
+      const message = err instanceof UpstreamError ? err.message : 'The connector failed.';
+      finish(verdict, `${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${message}`);
+      throw new McpError(ErrorCode.InternalError, `${getConnector(service)!.label}: ${message}`);
+    }
+  }
 
-      const verdict = await decide(context, request, service, tool);
-      if (verdict.decision === 'DENY') {
-        finish(verdict);
-        return denyResult(verdict.reason);
-      }
+  const tracer = tracerOf('gateway');
 
-      // Write-ahead: the call goes upstream only once its record is durably accepted, so a
-      // gateway that dies mid-call still leaves an entry. The completion replaces it (same id).
-      try {
-        await deps.audit.record({ ...entryOf(verdict, `${verdict.reason || NO_FORBID_MATCHED}; ${OUTCOME_PENDING}`), stage: 'decision' });
-      } catch (err) {
-        if (!(err instanceof AuditUnavailable)) throw err;
-        auditRefusals.inc();
-        finish({ decision: 'DENY', reason: AUDIT_UNAVAILABLE, response: undefined });
-        return denyResult(AUDIT_UNAVAILABLE);
-      }
-      try {
-        const result = await callUpstream(context, connection, service, tool, request.args);
-        finish(verdict);
-        return result;
-      } catch (err) {
-        if (err instanceof ReauthRequired) {
-          const label = getConnector(service)!.label;
-          finish(verdict, `${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${label} connection needs reauthorization`);
-          return denyResult(`${label} needs to be reconnected: ${err.message} Reconnect ${label} for this agent in the Portcullis dashboard, then retry.`);
+  return {
+    /** One tool call, traced as `tools/call` (the decision point and the audit writer continue the trace). */
+    callTool(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult> {
+      return tracer.startActiveSpan('tools/call', { kind: SpanKind.SERVER, attributes: { 'mcp.tool': request.name, 'portcullis.agent_id': context.agentId } }, async (span) => {
+        try {
+          const result = await callToolTraced(context, request);
+          if (result.isError) span.setAttribute('portcullis.decision', 'DENY');
+          return result;
+        } catch (err) {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+          throw err;
+        } finally {
+          span.end();
         }
-        const message = err instanceof UpstreamError ? err.message : 'The connector failed.';
-        finish(verdict, `${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${message}`);
-        throw new McpError(ErrorCode.InternalError, `${getConnector(service)!.label}: ${message}`);
-      }
+      });
     },
 
     /** Audits a request refused before any tool ran (disabled agent). */

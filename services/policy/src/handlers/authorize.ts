@@ -1,5 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
-import { counter, histogram, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
+import { SpanKind } from '@opentelemetry/api';
+import { contextFromTraceHeaders, counter, histogram, tracerOf, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
 import { denyWithoutPolicySet, evaluate, UNKNOWN_AGENT_REASON, type AuthorizeInput, type Verdict } from '../engine/evaluate.ts';
 import type { PolicyCache } from '../engine/policy-cache.ts';
 import type { PreparedPolicySet } from '../engine/prepared-set.ts';
@@ -31,13 +32,22 @@ const decisionTime = histogram('portcullis_policy_authorize_duration_seconds', '
 export function createAuthorizeHandler(deps: AuthorizeHandlerDeps): grpc.handleUnaryCall<AuthorizeRequest, AuthorizeResponse> {
   const now = deps.now ?? Date.now;
   const clockOffsetMs = deps.clockOffsetMs ?? 0;
+  const tracer = tracerOf('policy');
   return (call, rawCallback) => {
     const stopTimer = decisionTime.startTimer();
+    // The gateway's trace continues here when its metadata carries one (a no-op span otherwise).
+    const parent = contextFromTraceHeaders({ traceparent: call.metadata?.get('traceparent')[0]?.toString(), tracestate: call.metadata?.get('tracestate')[0]?.toString() });
+    const span = tracer.startSpan('Authorize', { kind: SpanKind.SERVER }, parent);
     const callback: typeof rawCallback = (err, value) => {
       stopTimer();
-      if (value) decisions.inc({ decision: value.decision === 'ALLOW' ? 'ALLOW' : 'DENY' });
+      if (value) {
+        decisions.inc({ decision: value.decision === 'ALLOW' ? 'ALLOW' : 'DENY' });
+        span.setAttribute('portcullis.decision', value.decision);
+      }
+      span.end();
       rawCallback(err, value);
     };
+
     let input: AuthorizeInput;
     let minVersion: number;
     let verdict: Verdict | Promise<Verdict> | undefined;
