@@ -67,6 +67,13 @@ if (tsc.status !== 0) {
   process.exit(1);
 }
 
+console.log('test: type-checking the dashboard');
+const svelte = spawnSync('sh', ['-c', 'npx svelte-kit sync && npx svelte-check --tsconfig ./tsconfig.json --output machine --fail-on-warnings'], { cwd: 'web', stdio: 'inherit' });
+if (svelte.status !== 0) {
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+}
+
 const report = join(mkdtempSync(join(tmpdir(), 'pc-test-')), 'vitest.json');
 const run = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)], { stdio: 'inherit' });
 if (existsSync(report)) {

@@ -139,6 +139,13 @@ describe('Simulate over the real audit service', () => {
     expect(result.samples[0]).toMatchObject({ before: 'ALLOW', after: 'DENY', reason: 'Issue writes are off' });
   });
 
+  it('simulates a draft saved disabled as if it were on (a disabled draft would change nothing)', async () => {
+    const on = await call({ draftJson: draft() });
+    const off = await call({ draftJson: draft({ enabled: false }) });
+    expect(counts(off)).toEqual(counts(on));
+    expect(off.allowToDeny).toBeGreaterThan(50);
+  });
+
   it('replays with the listed members only when the draft names them', async () => {
     const result = await call({ draftJson: draft({ principal: { type: 'members', ids: [member.bob.id] } }) });
     expect(counts(result)).toEqual(expected(recent(), (e) => (before(e) === 'ALLOW' && e.tool === 'issue_write' && e.memberId === member.bob.id ? 'DENY' : before(e))));

@@ -29,8 +29,10 @@ export function compileDraft(draft: unknown): DraftCompilation {
   const preview = compilePreview(draft);
   if (preview.errors.length > 0) return { ok: false, errors: preview.errors };
   const parsed = policyDraftSchema.parse(draft);
-  const { policyKey, enabled, ...rest } = parsed;
-  return { ok: true, record: { ...rest, policyKey, enabled: enabled ?? true } };
+  // Simulated as enabled whatever its flag: the question is what the draft would change once
+  // on (a disabled draft would change nothing), as for replacing a disabled policy (decision 013).
+  const { policyKey, enabled: _enabled, ...rest } = parsed;
+  return { ok: true, record: { ...rest, policyKey, enabled: true } };
 }
 
 /** One past call, as Simulate replays it. */
