@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { AuditQueryService, bindServer, channelOptions, type Bus } from '@portcullis/core';
+import { addHealthService, AuditQueryService, bindServer, channelOptions, type Bus } from '@portcullis/core';
 import type { AuditConfig } from './config.ts';
 import { startAuditWriter, type AuditWriter } from './consumer.ts';
 import { createAuditQueryHandlers } from './handlers/audit-query-handlers.ts';
@@ -45,16 +45,19 @@ export async function startAuditService(config: AuditConfig, deps: { bus: Bus; l
   const log: AuditLogger = deps.log ?? ((message, error) => console.error(message, error ?? ''));
   const store = await openAuditStore(storeOptionsOf(config));
   const server = createAuditGrpcServer({ store, log });
+  const health = addHealthService(server, 'portcullis.audit.v1.AuditQuery');
   let writer: AuditWriter | undefined;
   try {
     const running = await startAuditWriter({ bus: deps.bus, store, batchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_MAX_WAIT_MS, log });
     writer = running;
     const address = await bindServer(server, config.GRPC_ADDRESS);
+    health.serving();
     let closing: Promise<void> | undefined;
     return {
       address,
       store,
       close: () => (closing ??= (async () => {
+        health.notServing();
         await running.drain();
         await shutdown(server);
         await store.close();

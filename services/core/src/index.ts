@@ -24,3 +24,4 @@ export { openWithSecret, sealWithSecret } from './secret-box.ts';
 export * from './policy-conditions.ts';
 export { counter, histogram, LATENCY_BUCKETS, metricsRegistry, startMetricsServer } from './metrics.ts';
 export { contextFromTraceHeaders, currentTraceHeaders, initTracing, shutdownTracing, tracerOf, type TracingOptions } from './tracing.ts';
+export { addHealthService } from './grpc/health.ts';

@@ -1,4 +1,4 @@
-import { bindServer, type Bus, type Database } from '@portcullis/core';
+import { addHealthService, bindServer, type Bus, type Database } from '@portcullis/core';
 import { createAuditEntrySource } from './clients/audit-entries.ts';
 import type { PolicyConfig } from './config.ts';
 import { createPolicyCache } from './engine/policy-cache.ts';
@@ -44,9 +44,11 @@ export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRES
     Preview: createPreviewHandler(),
     Simulate: createSimulateHandler({ policies: repo, store: createSimulationRepo(deps.db), audit }),
   });
+  const health = addHealthService(server, 'portcullis.policy.v1.PolicyDecision');
   let address: string;
   try {
     address = await bindServer(server, config.GRPC_ADDRESS);
+    health.serving();
   } catch (err) {
     unsubscribe();
     cache.close();
@@ -60,6 +62,7 @@ export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRES
     address,
     close() {
       closing ??= (async () => {
+        health.notServing();
         unsubscribe();
         await new Promise<void>((resolve) => {
           const timer = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
