@@ -1,0 +1,105 @@
+/**
+ * `npm run bench`: one entry point over every benchmark, with a summary table at the end.
+ * Runs bench/mcp-overhead, bench/pdp and bench/audit as child processes at quick sizes (each
+ * prints its own full report as it goes; run them alone for the full sizes), then measures
+ * gateway throughput with 1 and with 2 gateway replicas (split processes on the machine's NATS
+ * and Postgres, 64 calls in flight, against the same upstream called directly). Not a test:
+ * nothing asserts on time. Knobs: BENCH_SUMMARY_SECONDS (8), BENCH_SUMMARY_SKIP (e.g. `audit`).
+ */
+import { spawn } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { isolatingFetch } from '@portcullis/core';
+import { apiClient, signInThroughOutbox } from '../test/support/api-client.ts';
+import { addMember, sandboxTokenIssuer } from '../test/support/fixtures.ts';
+import { repoRoot } from '../test/support/processes.ts';
+import { startSplitTopology } from '../test/support/split-topology.ts';
+
+const SECONDS = Number(process.env.BENCH_SUMMARY_SECONDS ?? 8);
+const SKIP = new Set((process.env.BENCH_SUMMARY_SKIP ?? '').split(',').filter(Boolean));
+const rows: string[][] = [];
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** Runs a benchmark script, echoing and returning its output. */
+function run(script: string, env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    console.log(`\n=== ${script} ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => { out += chunk; process.stdout.write(chunk); });
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${script} exited ${code}`))));
+  });
+}
+const pick = (text: string, re: RegExp) => re.exec(text)?.slice(1) ?? [];
+
+async function client(url: string, key: string) {
+  const c = new Client({ name: 'bench-summary', version: '1' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: isolatingFetch, requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  return c;
+}
+
+/** Calls/s of `tool` with 64 in flight over `urls` (one MCP session per in-flight slot, spread over them). */
+async function saturate(urls: string[], key: string, tool: string, seconds: number): Promise<number> {
+  const clients = await Promise.all(Array.from({ length: 64 }, (_, i) => client(urls[i % urls.length]!, key)));
+  let done = 0;
+  const until = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(clients.map(async (c) => {
+    while (performance.now() < until) {
+      await c.callTool({ name: tool, arguments: {} });
+      done += 1;
+    }
+  }));
+  const rate = done / ((performance.now() - started) / 1000);
+  await Promise.all(clients.map((c) => c.close()));
+  return rate;
+}
+
+async function replicas() {
+  const t = await startSplitTopology({ gatewayCount: 2, env: { LOG_LEVEL: 'error' } });
+  try {
+    const owner = apiClient(t.gateways[0]!);
+    await signInThroughOutbox(owner, t.outboxDir, 'bench@example.com');
+    const agentId = (await owner.call('POST', '/api/agents', { name: 'Bench' })).body.id as string;
+    await owner.call('PUT', `/api/agents/${agentId}/services`, { services: ['github'] });
+    const token = await sandboxTokenIssuer(t.sandboxUrl)('github', { login: 'bench', name: 'Bench' });
+    const { memberKey } = await addMember(t.database.db, { agentId, email: 'bench-member@example.com', status: 'approved', connect: { github: token } });
+    const direct = await saturate([`${t.sandboxUrl}/github/mcp`], token, 'get_me', SECONDS);
+    const one = await saturate([`${t.gateways[0]}/mcp`], memberKey, 'github__get_me', SECONDS);
+    const two = await saturate(t.gateways.map((g) => `${g}/mcp`), memberKey, 'github__get_me', SECONDS);
+    console.log(`\nreplicas: direct ${fmt(direct)} calls/s, 1 gateway ${fmt(one)} calls/s, 2 gateways ${fmt(two)} calls/s`);
+    rows.push(['throughput, 1 gateway (64 in flight)', `${fmt(one)} calls/s`, `direct ${fmt(direct)}`, (one / direct).toFixed(2)]);
+    rows.push(['throughput, 2 gateways (64 in flight)', `${fmt(two)} calls/s`, `1 gateway ${fmt(one)}`, (two / one).toFixed(2)]);
+  } finally {
+    await t.stop();
+  }
+}
+
+if (!SKIP.has('mcp-overhead')) {
+  const out = await run('bench/mcp-overhead.ts', { BENCH_RATES: '100', BENCH_SECONDS: String(Math.min(SECONDS, 5)) });
+  const [ratio] = pick(out, /saturation ratio gateway\/direct ([\d.]+)/);
+  rows.push(['gateway overhead: saturation gateway ÷ direct', ratio ?? '?', '', '']);
+}
+if (!SKIP.has('pdp')) {
+  const out = await run('bench/pdp.ts', { BENCH_SIZES: '100', BENCH_CALLS: '3000', BENCH_WARMUP: '1000' });
+  const [bare] = pick(out, /bare gRPC \(constant answer, transport only\): p50 ([\d.]+) µs/);
+  const [local, remote] = pick(out, /100 policies, ALLOW, returning member: in-process p50 ([\d.]+) µs, gRPC p50 ([\d.]+) µs/);
+  rows.push(['PDP Authorize p50, 100 policies, over gRPC', `${remote} µs`, `bare gRPC ${bare} µs; in-process ${local} µs`, remote && bare ? (Number(remote) / Number(bare)).toFixed(2) : '?']);
+}
+if (!SKIP.has('audit')) {
+  const out = await run('bench/audit.ts', { BENCH_ROWS: '1000000', BENCH_INGEST: '20000', BENCH_LAG_SECONDS: '5', BENCH_QUERY_RUNS: '5' });
+  const [writer, direct] = pick(out, /ingest: writer ([\d,]+) entries\/s.*direct INSERT ([\d,]+)\/s/);
+  const [lag50, lag99] = pick(out, /lag: p50 ([\d.,]+) ms, p99 ([\d.,]+) ms/);
+  const [query, raw] = pick(out, /query agent: handler p50 ([\d.,]+) ms, raw count\(\) p50 ([\d.,]+) ms/);
+  const [exportRate, engineRate] = pick(out, /export: .* = ([\d,]+) rows\/s .*engine CSV ([\d,]+) rows\/s/);
+  const num = (s?: string) => Number((s ?? '').replace(/,/g, ''));
+  rows.push(['audit ingest per writer', `${writer} entries/s`, `direct INSERT ${direct}/s`, (num(writer) / num(direct)).toFixed(2)]);
+  rows.push(['audit lag p50 / p99', `${lag50} / ${lag99} ms`, '', '']);
+  rows.push(['audit query p50 (agent filter, 1M rows)', `${query} ms`, `raw count() ${raw} ms`, (num(query) / num(raw)).toFixed(2)]);
+  rows.push(['CSV export (1M rows)', `${exportRate} rows/s`, `engine CSV ${engineRate} rows/s`, (num(exportRate) / num(engineRate)).toFixed(2)]);
+}
+if (!SKIP.has('replicas')) await replicas();
+
+console.log('\n| measure | figure | baseline in the same run | ratio |\n|---|---:|---|---:|');
+for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+process.exit(0);
