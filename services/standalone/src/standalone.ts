@@ -70,7 +70,7 @@ export async function startStandalone(env: NodeJS.ProcessEnv): Promise<Standalon
     cleanups.push(() => audit.close());
 
     const gatewayConfig = loadGatewayConfig({ ...env, ...upstreamOverrides, POLICY_URL: policy.address, AUDIT_URL: audit.address }, secret);
-    const dashboard = env.PORTCULLIS_DASHBOARD === 'off' ? undefined : await loadDashboard();
+    const dashboard = env.PORTCULLIS_DASHBOARD === 'off' ? undefined : await loadDashboard(env.WEB_BUILD_DIR);
     const gateway = await startGateway(gatewayConfig, { db: database.db, bus, dbPing: database.ping, ...(dashboard ? { dashboard } : {}) });
     cleanups.push(() => gateway.close());
 
