@@ -90,7 +90,7 @@ if (!SKIP.has('audit')) {
   const out = await run('bench/audit.ts', { BENCH_ROWS: '1000000', BENCH_INGEST: '20000', BENCH_LAG_SECONDS: '5', BENCH_QUERY_RUNS: '5' });
   const [writer, direct] = pick(out, /ingest: writer ([\d,]+) entries\/s.*direct INSERT ([\d,]+)\/s/);
   const [lag50, lag99] = pick(out, /lag: p50 ([\d.,]+) ms, p99 ([\d.,]+) ms/);
-  const [query, raw] = pick(out, /query agent: handler p50 ([\d.,]+) ms, raw count\(\) p50 ([\d.,]+) ms/);
+  const [query, raw] = pick(out, /query agent[^:]*: handler p50 ([\d.,]+) ms, raw count\(\) p50 ([\d.,]+) ms/);
   const [exportRate, engineRate] = pick(out, /export: .* = ([\d,]+) rows\/s .*engine CSV ([\d,]+) rows\/s/);
   const num = (s?: string) => Number((s ?? '').replace(/,/g, ''));
   rows.push(['audit ingest per writer', `${writer} entries/s`, `direct INSERT ${direct}/s`, (num(writer) / num(direct)).toFixed(2)]);
