@@ -8,7 +8,7 @@ import {
 } from '@portcullis/core';
 import { loadAuditConfig } from './config.ts';
 import { CSV_HEADER } from './handlers/export-format.ts';
-import { toEntryMessage } from './handlers/entry-message.ts';
+import { toAuditEntryMsg } from '@portcullis/core';
 import { startAuditService, type AuditService } from './server.ts';
 import { openAuditStore } from './store/audit-store.ts';
 import { makeEntry, makeTempDir } from './testing/audit-entries.ts';
@@ -92,7 +92,7 @@ describe('Query over gRPC', () => {
   it('returns entries newest first with every field, and the total', async () => {
     const response = await query({});
     expect(response.total).toBe(3);
-    expect(response.entries).toEqual([trusted, plain, tricky].map(toEntryMessage));
+    expect(response.entries).toEqual([trusted, plain, tricky].map(toAuditEntryMsg));
   });
 
   it('clamps limit to 500 and defaults 0 to 500', async () => {

@@ -25,3 +25,4 @@ export * from './policy-conditions.ts';
 export { counter, histogram, LATENCY_BUCKETS, metricsRegistry, startMetricsServer } from './metrics.ts';
 export { contextFromTraceHeaders, currentTraceHeaders, initTracing, shutdownTracing, tracerOf, type TracingOptions } from './tracing.ts';
 export { addHealthService } from './grpc/health.ts';
+export { toAuditEntryMsg } from './grpc/entry-message.ts';

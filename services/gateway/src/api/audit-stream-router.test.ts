@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
-import { schema, type AuditEntry } from '@portcullis/core';
+import { schema, toAuditEntryMsg, type AuditEntry } from '@portcullis/core';
 import { createApiHarness, openSseStream, signInRoleActors, type ApiHarness, type RoleActors, type SseEvent, type SseStream } from '../testing/index.ts';
 import { toApiEntry } from './audit-router.ts';
-import { entryMessageOf } from '../modules/audit/audit-stream-filter.ts';
 
 const M1 = randomUUID();
 const M2 = randomUUID();
@@ -112,7 +111,7 @@ describe('GET /api/audit/stream (in-process bus)', () => {
     const got = entriesOf(s);
     expect(got.map((e) => e.id)).toEqual([allowed.id, denied.id]);
     const first = JSON.parse(got[0]!.data) as Record<string, unknown>;
-    expect(first).toEqual(toApiEntry(entryMessageOf(completed)));
+    expect(first).toEqual(toApiEntry(toAuditEntryMsg(completed)));
     expect(first).toMatchObject({ id: allowed.id, durationMs: 42, user: 'maria@example.com', timestamp: allowed.timestamp, toolArgs: { title: 'hello' } });
     expect(first).not.toHaveProperty('stage');
     expect(first).not.toHaveProperty('policyDbIds');

@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { Bus, Database } from '@portcullis/core';
+import { toAuditEntryMsg, type Bus, type Database } from '@portcullis/core';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { createAuditStreamHub, type AuditStreamSink, type StreamEndReason } from '../modules/audit/audit-stream-hub.ts';
-import { auditStreamQuerySchema, entryMessageOf, liveFilterOf } from '../modules/audit/audit-stream-filter.ts';
+import { auditStreamQuerySchema, liveFilterOf } from '../modules/audit/audit-stream-filter.ts';
 import { requireUser } from '../plugins/session-auth.ts';
 import { toApiEntry } from './audit-router.ts';
 
@@ -127,7 +127,7 @@ export async function auditStreamRoutes(fastify: FastifyInstance, options: {
     bus: options.bus,
     db: options.db,
     auth: options.auth,
-    serialise: (entry) => JSON.stringify(toApiEntry(entryMessageOf(entry))),
+    serialise: (entry) => JSON.stringify(toApiEntry(toAuditEntryMsg(entry))),
     maxStreamsPerUser: options.maxStreamsPerUser,
     tickMs: options.tickMs,
     onError: (err) => app.log.warn({ err }, 'audit stream: visibility refresh failed'),

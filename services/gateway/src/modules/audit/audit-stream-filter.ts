@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ApiError, type AuditEntry, type AuditEntryMsg } from '@portcullis/core';
+import { ApiError, type AuditEntry } from '@portcullis/core';
 
 /**
  * The filters of GET /api/audit/stream, applied in memory to each live entry. They mean
@@ -114,35 +114,3 @@ export function matchesLiveFilter(entry: AuditEntry, f: LiveAuditFilter): boolea
   return true;
 }
 
-/**
- * A bus entry as the audit service's gRPC message carries it, so the REST shape comes from
- * the one `toApiEntry` and a streamed entry reads exactly like a listed one. The timestamp is
- * normalised to UTC milliseconds, as the store returns it.
- */
-export function entryMessageOf(entry: AuditEntry): AuditEntryMsg {
-  const at = Date.parse(entry.timestamp);
-  return {
-    id: entry.id,
-    timestamp: Number.isNaN(at) ? entry.timestamp : new Date(at).toISOString(),
-    agentId: entry.agentId,
-    agentName: entry.agentName,
-    memberId: entry.memberId,
-    memberName: entry.memberName,
-    memberKeyId: entry.memberKeyId,
-    sessionId: entry.sessionId ?? '',
-    service: entry.service,
-    tool: entry.tool,
-    action: entry.action,
-    resource: entry.resource,
-    callerIp: entry.callerIp,
-    toolArgsJson: JSON.stringify(entry.toolArgs),
-    decision: entry.decision,
-    reason: entry.reason,
-    matchedPolicyIds: entry.matchedPolicyIds,
-    matchedPolicyNames: entry.matchedPolicyNames,
-    matchedPolicyDbIds: entry.policyDbIds,
-    policyVersionIds: entry.policyVersionIds,
-    durationMs: entry.durationMs,
-    principal: entry.principal,
-  };
-}

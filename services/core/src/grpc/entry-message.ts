@@ -1,10 +1,16 @@
-import type { AuditEntry, AuditEntryMsg } from '@portcullis/core';
+import type { AuditEntry } from '../audit-entry.ts';
+import type { AuditEntryMsg } from './types.ts';
 
-/** An entry as the `portcullis.audit.v1.AuditEntry` message carries it. */
-export function toEntryMessage(entry: AuditEntry): AuditEntryMsg {
+/**
+ * An entry as the `portcullis.audit.v1.AuditEntry` message carries it (the audit service's
+ * answers; the gateway's live stream, so a streamed entry reads exactly like a listed one).
+ * The timestamp is normalised to UTC milliseconds, as the store returns it.
+ */
+export function toAuditEntryMsg(entry: AuditEntry): AuditEntryMsg {
+  const at = Date.parse(entry.timestamp);
   return {
     id: entry.id,
-    timestamp: entry.timestamp,
+    timestamp: Number.isNaN(at) ? entry.timestamp : new Date(at).toISOString(),
     agentId: entry.agentId,
     agentName: entry.agentName,
     memberId: entry.memberId,
