@@ -105,11 +105,12 @@ describe('audit durability: writer and gateway killed', () => {
     }
     expect(failed).toBe(0);
 
-    // Each call wrote a decision record and then its completion: wait for every completion.
+    // Each call wrote a decision record and then its completion: wait for every completion,
+    // and for a read that does not move while its ten pages are fetched (a late row shifts pages).
     const completed = (e: ApiEntry) => !/outcome not recorded/.test(e.reason);
-    const read = await until('5,000 completed entries', 60_000, async () => {
+    const read = await until('5,000 completed entries, each once', 90_000, async () => {
       const r = await allEntriesOf(seed.owner, seed.memberId);
-      return r.total === CALLS && r.entries.every(completed) ? r : undefined;
+      return r.total === CALLS && r.entries.every(completed) && new Set(r.entries.map((e) => e.id)).size === CALLS ? r : undefined;
     });
     expect(read.entries).toHaveLength(CALLS);
     expect(new Set(read.entries.map((e) => e.id)).size).toBe(CALLS);

@@ -44,6 +44,29 @@ function waitForPort(port: number, ms = 20_000): Promise<void> {
   });
 }
 
+/** Waits until the new cluster has a JetStream meta leader (an R3 stream can be created). */
+async function untilJetStreamClustered(natsUrl: string): Promise<void> {
+  const { connect } = await import('@nats-io/transport-node');
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const nc = await connect({ servers: natsUrl.split(',') });
+  const deadline = Date.now() + 60_000;
+  try {
+    for (;;) {
+      try {
+        const jsm = await jetstreamManager(nc);
+        await jsm.streams.add({ name: 'CLUSTER_READY', subjects: ['cluster.ready'], num_replicas: 3 });
+        await jsm.streams.delete('CLUSTER_READY');
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
 /**
  * Portcullis as it runs when it outgrows one machine, on loopback: a 3-node NATS cluster
  * (the `nats-server` binary, JetStream, streams and buckets R3), Postgres (a throwaway
@@ -85,6 +108,7 @@ export async function startCluster(): Promise<Cluster> {
       stops.push(() => members[`nats-${i + 1}`]!.kill());
     });
     await Promise.all(['nats-1', 'nats-2', 'nats-3'].map((n) => members[n]!.start()));
+    await untilJetStreamClustered(natsUrl);
 
     const clickhouse = await startClickHouseFrontProcess(join(dir, 'clickhouse'));
     stops.push(async () => { await clickhouse.process.stop(); });

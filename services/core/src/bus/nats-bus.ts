@@ -14,6 +14,27 @@ export interface NatsBusOptions {
 }
 
 const encoder = new TextEncoder();
+
+/** How long a starting service waits for JetStream (a cluster still electing its leaders answers nothing yet). */
+const JETSTREAM_STARTUP_MS = 30_000;
+
+/**
+ * Runs a JetStream management call, again while the server does not answer yet (a request
+ * timeout, no responders, JetStream not ready) — a cluster that just started needs a few
+ * seconds to elect its meta leader. Any other failure, or still none after 30 s, throws.
+ */
+async function untilJetStreamAnswers<T>(call: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + JETSTREAM_STARTUP_MS;
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      const text = err instanceof Error ? `${err.name} ${err.message}` : String(err);
+      if (Date.now() > deadline || !/timeout|no responders|503|jetstream is not enabled|not ready|temporarily unavailable/i.test(text)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
 const decoder = new TextDecoder();
 
 /**
@@ -44,15 +65,17 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     num_replicas: options.replicas ?? 1,
     duplicate_window: nanos(10 * 60_000),
   };
-  try {
-    await jsm.streams.info(streamName);
-  } catch (err) {
-    if (!(err instanceof JetStreamApiError)) throw err;
-    await jsm.streams.add(streamConfig).catch(async (e: unknown) => {
-      // another process created it first
-      await jsm.streams.info(streamName).catch(() => { throw e; });
-    });
-  }
+  await untilJetStreamAnswers(async () => {
+    try {
+      await jsm.streams.info(streamName);
+    } catch (err) {
+      if (!(err instanceof JetStreamApiError)) throw err;
+      await jsm.streams.add(streamConfig).catch(async (e: unknown) => {
+        // another process created it first
+        await jsm.streams.info(streamName).catch(() => { throw e; });
+      });
+    }
+  });
 
   return {
     kind: 'nats',
@@ -157,7 +180,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       return () => sub.unsubscribe();
     },
     async keyValue(name, kvOptions): Promise<KeyValueBucket> {
-      const kv = await new Kvm(nc).create(`${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}${name}`, { history: 1, ttl: kvOptions.ttlMs, storage: 'file', replicas: options.replicas ?? 1 });
+      const kv = await untilJetStreamAnswers(() => new Kvm(nc).create(`${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}${name}`, { history: 1, ttl: kvOptions.ttlMs, storage: 'file', replicas: options.replicas ?? 1 }));
       return {
         async get(key) {
           const entry = await kv.get(key);
