@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { latestMailTo } from '../support/dashboard-session.ts';
-import { launchChromium, openPage, signInThroughPage, startProduct, type RunningProduct } from '../support/browser.ts';
+import { apiFromPage, launchChromium, openPage, signInThroughPage, startProduct, unexpectedConsoleErrors, type RunningProduct } from '../support/browser.ts';
 import { connectMcp } from '../support/mcp-client.ts';
 import { sandboxControl } from '../support/oauth-consent.ts';
 
@@ -11,18 +11,6 @@ const OWNER = 'agents-owner@example.com';
 const MEMBER = 'agents-member@example.com';
 const STRANGER = 'someone-else@example.com';
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-
-/** Console errors other than the browser's own log line for a 4xx answer we provoked on purpose. */
-const unexpected = (errors: string[], statuses = '40[0-9]') => errors.filter((e) => !new RegExp(`Failed to load resource.*\\b${statuses}\\b`).test(e));
-
-/** Calls the gateway from inside the page (same origin, the page's session cookie). */
-function apiFromPage(page: Page, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  return page.evaluate(async ([m, p, b]) => {
-    const res = await fetch(p as string, { method: m as string, headers: b === undefined ? {} : { 'content-type': 'application/json' }, body: b === undefined ? undefined : JSON.stringify(b) });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  }, [method, path, body] as const);
-}
 
 describe('agent pages in a real browser: create, connectors, members, keys, joining, connecting through the sandbox', () => {
   let product: RunningProduct;
@@ -58,7 +46,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     await page.getByRole('button', { name: 'Create agent' }).click();
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/\(name\)$/);
     await screenshot('agents-create-invalid');
-    expect(unexpected(consoleErrors.splice(0), '400')).toEqual([]);
+    expect(unexpectedConsoleErrors(consoleErrors.splice(0), '400')).toEqual([]);
 
     await page.getByLabel('Name', { exact: true }).fill('Support bot');
     await page.getByLabel('Tags').fill('support, beta');
@@ -142,7 +130,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     await page.waitForURL(/\/join\?token=/);
     await page.getByText(`You were invited to join an agent on Portcullis as ${MEMBER}`).waitFor();
     await screenshot('join-invite');
-    expect(unexpected(consoleErrors.splice(0), '401')).toEqual([]);
+    expect(unexpectedConsoleErrors(consoleErrors.splice(0), '401')).toEqual([]);
   });
 
   it('an invite for another address shows the API\'s readable message', async () => {
@@ -152,7 +140,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     await page.getByRole('button', { name: 'Ask to join' }).click();
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/different e-mail address.*sign in with the invited address/);
     await screenshot('join-mismatched-email');
-    expect(unexpected(consoleErrors.splice(0), '403')).toEqual([]);
+    expect(unexpectedConsoleErrors(consoleErrors.splice(0), '403')).toEqual([]);
   });
 
   it('the member joins with their own invite and sees the onboarding checklist awaiting approval', async () => {
@@ -362,7 +350,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     await expect(page.getByRole('alert').textContent()).resolves.toBe('Agent not found.');
     expect(await page.getByRole('navigation', { name: 'Agent sections' }).count()).toBe(0);
     await screenshot('agent-not-found');
-    expect(unexpected(consoleErrors.splice(0), '404')).toEqual([]);
+    expect(unexpectedConsoleErrors(consoleErrors.splice(0), '404')).toEqual([]);
     await page.goto('/agents');
   });
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { generate } from 'otplib';
 import { DEMO_OWNER_EMAIL } from '@portcullis/standalone';
-import { launchChromium, openPage, signInThroughPage, startProduct, type RunningProduct } from '../support/browser.ts';
+import { apiFromPage, launchChromium, openPage, signInThroughPage, startProduct, unexpectedConsoleErrors, type RunningProduct } from '../support/browser.ts';
 import { apiClient, signInThroughOutbox } from '../support/api-client.ts';
 import { connectMcp } from '../support/mcp-client.ts';
 
@@ -12,7 +12,6 @@ const MEMBER = 'sessions-member@example.com';
 type McpClient = Awaited<ReturnType<typeof connectMcp>>['client'];
 
 /** The browser logs each 4xx it was answered itself; those we provoke on purpose are expected. */
-const expected4xx = (status: string) => (e: string) => !new RegExp(`Failed to load resource.*(${status})`).test(e);
 
 /** Reloads `page` until `ready` holds (the audit store makes entries queryable within ~2 s). */
 async function reloadUntil(page: Page, ready: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
@@ -229,18 +228,13 @@ describe('audit log, tool sessions and account in a real browser (single process
 
   it('a member (not an owner) sees only their own tool sessions; the owner sees everyone\'s', async () => {
     // The owner invites and approves through the signed-in page's own session.
-    const invite = await page.evaluate(async ({ id, email }) => {
-      const res = await fetch(`/api/agents/${id}/invite`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
-      return res.json() as Promise<{ token: string }>;
-    }, { id: agentId, email: MEMBER });
+    const invite = (await apiFromPage(page, 'POST', `/api/agents/${agentId}/invite`, { email: MEMBER })).body as { token: string };
     const memberApi = apiClient(product.baseUrl);
     await signInThroughOutbox(memberApi, product.outboxDir, MEMBER);
     const joined = await memberApi.call('POST', `/api/agents/${agentId}/join`, { token: invite.token });
     expect(joined.status).toBe(200);
     const memberId = joined.body.memberId as string;
-    const approved = await page.evaluate(async ({ id, memberId }) => (await fetch(`/api/agents/${id}/members/${memberId}/status`, {
-      method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status: 'approved' }),
-    })).status, { id: agentId, memberId });
+    const approved = (await apiFromPage(page, 'PUT', `/api/agents/${agentId}/members/${memberId}/status`, { status: 'approved' })).status;
     expect(approved).toBe(200);
     const key = await memberApi.call('PUT', `/api/agents/${agentId}/members/${memberId}/key`, {});
     expect(key.status).toBe(200);
@@ -303,7 +297,7 @@ describe('audit log, tool sessions and account in a real browser (single process
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/code does not match/i);
     await screenshot('account-mfa-wrong-code');
     const wrongCodeErrors = consoleErrors.splice(0);
-    expect(wrongCodeErrors.filter(expected4xx('401'))).toEqual([]);
+    expect(unexpectedConsoleErrors(wrongCodeErrors, '401')).toEqual([]);
 
     await page.getByLabel('Code from the app').fill(code);
     await page.getByRole('button', { name: 'Turn on two-factor authentication' }).click();

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { latestMailTo } from '../support/dashboard-session.ts';
-import { launchChromium, openPage, signInThroughPage, startProduct, type RunningProduct } from '../support/browser.ts';
+import { launchChromium, openPage, signInThroughPage, startProduct, unexpectedConsoleErrors, type RunningProduct } from '../support/browser.ts';
 import { connectMcp } from '../support/mcp-client.ts';
 import { sandboxControl } from '../support/oauth-consent.ts';
 
@@ -14,8 +14,6 @@ import { sandboxControl } from '../support/oauth-consent.ts';
 const OWNER = 'journey-owner@example.com';
 const MEMBER = 'journey-member@example.com';
 const DENY_MESSAGE = 'Writes to GitHub need an owner this week.';
-/** The browser logs every 4xx it receives; the journey provokes some on purpose. */
-const unexpected = (errors: string[]) => errors.filter((e) => !/Failed to load resource.*\b40\d\b/.test(e));
 
 describe('the owner journey in a real browser', () => {
   let product: RunningProduct;
@@ -169,8 +167,8 @@ describe('the owner journey in a real browser', () => {
     expect(lines.some((l) => l.includes('issue_write') && l.includes('ALLOW'))).toBe(true);
     await owner.screenshot('journey-9-export');
 
-    expect(unexpected(owner.consoleErrors)).toEqual([]);
-    expect(unexpected(member.consoleErrors)).toEqual([]);
+    expect(unexpectedConsoleErrors(owner.consoleErrors)).toEqual([]);
+    expect(unexpectedConsoleErrors(member.consoleErrors)).toEqual([]);
     await owner.context.close();
     await member.context.close();
   }, 180_000);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { DEMO_OWNER_EMAIL, DEMO_POLICY_KEY } from '@portcullis/standalone';
-import { launchChromium, openPage, signInThroughPage, startProduct, type RunningProduct } from '../support/browser.ts';
+import { apiFromPage, launchChromium, openPage, signInThroughPage, startProduct, type RunningProduct } from '../support/browser.ts';
 import { connectMcp } from '../support/mcp-client.ts';
 
 /**
@@ -22,7 +22,7 @@ describe('policies in the dashboard (real browser, single process, demo agent)',
   let expected4xx = 0;
 
   /** The page's own session calls the API, as the dashboard does. */
-  const apiGet = <T>(path: string): Promise<T> => page.evaluate(async (p) => (await fetch(p)).json(), path) as Promise<T>;
+  const apiGet = async <T>(path: string): Promise<T> => (await apiFromPage(page, 'GET', path)).body as T;
 
   beforeAll(async () => {
     [product, browser] = await Promise.all([startProduct(), launchChromium()]);

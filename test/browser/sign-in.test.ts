@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { launchChromium, openPage, signInThroughPage, startProduct, type RunningProduct } from '../support/browser.ts';
+import { launchChromium, openPage, signInThroughPage, startProduct, unexpectedConsoleErrors, type RunningProduct } from '../support/browser.ts';
 
 describe('dashboard sign-in in a real browser (single process, built dashboard)', () => {
   let product: RunningProduct;
@@ -29,7 +29,7 @@ describe('dashboard sign-in in a real browser (single process, built dashboard)'
     await page.waitForURL(/\/agents/);
     await page.locator('header .who', { hasText: 'browser-owner@example.com' }).waitFor();
     await screenshot('signed-in');
-    expect(wrongCodeErrors.filter((e) => !/Failed to load resource.*40[01]/.test(e))).toEqual([]);
+    expect(unexpectedConsoleErrors(wrongCodeErrors, '40[01]')).toEqual([]);
     expect(consoleErrors).toEqual([]);
     await context.close();
   });

@@ -81,3 +81,20 @@ export async function signInThroughPage(page: Page, outboxDir: string, email: st
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL((url) => !url.pathname.startsWith('/sign-in'));
 }
+
+/**
+ * Console errors other than the browser's own "Failed to load resource" line for a 4xx a test
+ * provoked on purpose (`statuses`: a regex alternative of the statuses expected, e.g. `401`).
+ */
+export function unexpectedConsoleErrors(errors: string[], statuses = '40\\d'): string[] {
+  return errors.filter((e) => !new RegExp(`Failed to load resource.*\\b(${statuses})\\b`).test(e));
+}
+
+/** Calls the gateway from inside the page, as the dashboard does (same origin, the page's session cookie). */
+export function apiFromPage(page: Page, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  return page.evaluate(async ([m, p, b]) => {
+    const res = await fetch(p as string, { method: m as string, headers: b === undefined ? {} : { 'content-type': 'application/json' }, body: b === undefined ? undefined : JSON.stringify(b) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  }, [method, path, body] as const);
+}

@@ -27,6 +27,10 @@ export const AuditQueryService = loadService('portcullis/audit/v1/audit.proto', 
 export const channelOptions: grpc.ChannelOptions = {
   // Every address a name resolves to (several policy or audit replicas behind one DNS name) gets calls in turn.
   'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  // A restarted policy or audit service is reached again within about 2 s (grpc-js otherwise
+  // backs off up to 2 min between reconnect attempts; meanwhile calls are denied as unavailable).
+  'grpc.initial_reconnect_backoff_ms': 250,
+  'grpc.max_reconnect_backoff_ms': 2_000,
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 10_000,
   'grpc.max_receive_message_length': 64 * 1024 * 1024,
