@@ -297,7 +297,7 @@ describe('audit log, tool sessions and account in a real browser (single process
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/code does not match/i);
     await screenshot('account-mfa-wrong-code');
     const wrongCodeErrors = consoleErrors.splice(0);
-    expect(unexpectedConsoleErrors(wrongCodeErrors, '401')).toEqual([]);
+    expect(unexpectedConsoleErrors(wrongCodeErrors, '400')).toEqual([]);
 
     await page.getByLabel('Code from the app').fill(code);
     await page.getByRole('button', { name: 'Turn on two-factor authentication' }).click();

@@ -32,9 +32,9 @@ describe('policies decide real MCP calls (split processes, two gateways)', () =>
   let agentId: string;
   let memberKey: string;
 
-  /** One tool call in a fresh MCP session through `gateway`. */
-  async function call(gateway: string, name: string, args: Record<string, unknown> = {}): Promise<CallResult> {
-    const { client, transport } = await connectMcp(gateway, memberKey);
+  /** One tool call in a fresh MCP session through `gateway`, with `key` (the policy agent's member key unless told). */
+  async function call(gateway: string, name: string, args: Record<string, unknown> = {}, key = memberKey): Promise<CallResult> {
+    const { client, transport } = await connectMcp(gateway, key);
     try {
       return await client.callTool({ name, arguments: args }) as CallResult;
     } finally {
@@ -121,6 +121,49 @@ describe('policies decide real MCP calls (split processes, two gateways)', () =>
     const other = await call(t.gateways[1]!, 'github__list_branches', { owner: 'acme-labs', repo: 'api' });
     expect(other.isError).toBeFalsy();
     expect(JSON.parse(textOf(other))).toMatchObject({ identity: { login: 'alice' }, arguments: { owner: 'acme-labs' } });
+  });
+
+  it('a catastrophic regex on a long argument decides at once and correctly, while another agent\'s call is answered (issue 15)', async () => {
+    // A pattern RE2 cannot run is refused when written, naming the field; nothing is stored.
+    const countBefore = (await owner.call('GET', `/api/agents/${agentId}/policies`)).body.total;
+    const refused = await owner.call('POST', `/api/agents/${agentId}/policies`, {
+      name: 'Lookahead', service: 'github', effect: 'forbid', principal: { type: 'all_members' }, tools: ['issue_write'],
+      conditions: { args: [{ path: 'title', op: 'regex', pattern: '^(?!draft)' }] },
+    });
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: 'invalid_request', details: { field: 'conditions.args.0.pattern' }, message: expect.stringMatching(/RE2/) });
+    expect((await owner.call('GET', `/api/agents/${agentId}/policies`)).body.total).toBe(countBefore);
+
+    // `^(a+)+$` takes a backtracking engine exponential time in the length of "aaa…a!".
+    await createPolicy({
+      name: 'Titles of only a', tools: ['issue_write'], denyMessage: 'Titles of only "a" are off limits',
+      conditions: { args: [{ path: 'title', op: 'regex', pattern: '^(a+)+$' }] },
+    });
+
+    // Another agent of the same owner, with a member of its own and no policy.
+    const otherId = (await owner.call('POST', '/api/agents', { name: 'Bystander agent' })).body.id as string;
+    expect((await owner.call('PUT', `/api/agents/${otherId}/services`, { services: ['github'] })).status).toBe(200);
+    const app = await sandboxControl(t.sandboxUrl, 'github/apps', { redirect_uris: t.gateways.map((g) => `${g}/api/oauth/callback`), name: 'Bystander' });
+    expect((await owner.call('PUT', `/api/agents/${otherId}/services/github/credentials`, { clientId: app.client_id, clientSecret: app.client_secret })).status).toBe(200);
+    const otherMemberId = (await owner.call('GET', `/api/agents/${otherId}`)).body.membership.id;
+    const otherKey = (await owner.call('PUT', `/api/agents/${otherId}/members/${otherMemberId}/key`, {})).body.key as string;
+    await connectThroughConsent(owner, otherId, 'github', 'alice');
+
+    const issue = (title: string) => ({ method: 'create', owner: 'acme', repo: 'web', title });
+    const [noMatch, match, overLong, bystander] = await Promise.all([
+      call(t.gateways[0]!, 'github__issue_write', issue(`${'a'.repeat(4_000)}!`)),
+      call(t.gateways[1]!, 'github__issue_write', issue('a'.repeat(4_000))),
+      // Longer than the 4,096 characters a pattern is run on: a forbid fails closed (decision 020).
+      call(t.gateways[0]!, 'github__issue_write', issue('b'.repeat(5_000))),
+      call(t.gateways[1]!, 'github__get_me', {}, otherKey),
+    ]);
+    expect(noMatch.isError, textOf(noMatch)).toBeFalsy();
+    expect(match.isError).toBe(true);
+    expect(textOf(match)).toBe('Titles of only "a" are off limits');
+    expect(overLong.isError).toBe(true);
+    expect(textOf(overLong)).toBe('Titles of only "a" are off limits');
+    expect(bystander.isError, textOf(bystander)).toBeFalsy();
+    expect(JSON.parse(textOf(bystander))).toMatchObject({ identity: { login: 'alice' } });
   });
 
   it('a resource condition on a harvested repository denies calls on that repository only', async () => {

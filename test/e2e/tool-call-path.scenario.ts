@@ -115,7 +115,10 @@ export async function exerciseToolCallPath(p: ProductUnderTest): Promise<{ allow
   return { allowedId: allowedEntry.id, deniedId: deniedEntry.id, cookie };
 }
 
-/** Bad input on /mcp: clear errors, and nothing forwarded upstream (shown by the audit count staying put). */
+/**
+ * Bad input on /mcp: clear errors, and nothing forwarded upstream. Refused requests write no
+ * audit entry; calls of unknown tools are calls, audited as denied (decision 001).
+ */
 export async function exerciseBadMcpInput(p: ProductUnderTest, cookie: string, bodyLimitBytes: number) {
   const before = await auditEntriesUntil(p, cookie, () => true, 0);
   const post = (body: string, headers: Record<string, string> = {}) => fetch(`${p.baseUrl}/mcp`, {
@@ -144,20 +147,25 @@ export async function exerciseBadMcpInput(p: ProductUnderTest, cookie: string, b
   const tooBig = await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(bodyLimitBytes + 10) } }), auth);
   expect(tooBig.status).toBe(413);
 
-  // Unknown and unprefixed names give a clear JSON-RPC error through the SDK client.
+  // Unknown and unprefixed names give a clear JSON-RPC error through the SDK client, and an audit entry each.
+  const unknown = ['github__no_such_tool', 'create_issue', 'nope__create_issue'];
   const { client, transport } = await connectMcp(p.baseUrl, p.memberKey);
   try {
-    for (const name of ['github__no_such_tool', 'create_issue', 'nope__create_issue']) {
+    for (const name of unknown) {
       await expect(client.callTool({ name, arguments: {} })).rejects.toThrow(/Unknown tool/);
     }
   } finally {
     await transport.terminateSession().catch(() => undefined);
     await client.close();
   }
-  // Give any stray entry time to arrive, then check none did.
+  await auditEntriesUntil(p, cookie, (es) => unknown.every((name) => es.some((e) => e.tool === name)));
+  // Give any stray entry time to arrive, then check only those three did.
   await new Promise((r) => setTimeout(r, 600));
   const after = await auditEntriesUntil(p, cookie, () => true, 0);
-  expect(after.total).toBe(before.total);
+  expect(after.total).toBe(before.total + unknown.length);
+  for (const name of unknown) {
+    expect(after.entries.find((e) => e.tool === name)).toMatchObject({ service: '', decision: 'DENY', reason: expect.stringMatching(/^Unknown tool/) });
+  }
 }
 
 /** Every protocol version the official SDK supports can initialize, list and call. */

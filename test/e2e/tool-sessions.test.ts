@@ -192,4 +192,59 @@ describe('tool sessions served by any replica', () => {
     const still = await owner.call('GET', `/api/agents/${agentId}/sessions?status=active`);
     expect(still.body.sessions.some((s: { id: string }) => s.id === ownerSession)).toBe(true);
   });
+
+  it('issue 15 item 15: rotating or revoking a key, or removing the member, ends their sessions at once, on every replica', async () => {
+    const ended = new Set<string>();
+    const unsubscribe = t.bus.onChange((e) => { if (e.kind === 'session.ended') ended.add(e.sessionId); });
+    const listed = async (id: string) => {
+      const all = await owner.call('GET', `/api/agents/${agentId}/sessions?limit=100`);
+      const active = await owner.call('GET', `/api/agents/${agentId}/sessions?status=active&limit=100`);
+      return { session: all.body.sessions.find((s: { id: string }) => s.id === id), active: active.body.sessions.some((s: { id: string }) => s.id === id) };
+    };
+    const listTools = async (gateway: string, key: string, sessionId: string) => {
+      const res = await fetch(`${gateway}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      });
+      await res.body?.cancel();
+      return res.status;
+    };
+    const openSession = async (key: string) => {
+      const opened = await alternatingClient(t.gateways, key);
+      expect((await getMe(opened.client)).isError).toBeFalsy();
+      return opened;
+    };
+
+    // The member rotates their own key: the old key's session ends; presented with the new key it is 404 everywhere.
+    const first = await openSession(member.memberKey);
+    const rotatedId = first.transport.sessionId!;
+    const rotated = await memberApi.call('PUT', `/api/agents/${agentId}/members/${member.memberId}/key`, { currentKey: member.memberKey });
+    expect(rotated.status, rotated.text).toBe(200);
+    const newKey: string = rotated.body.key;
+    expect(await listed(rotatedId)).toMatchObject({ active: false, session: { status: 'terminated', endReason: 'key_rotated' } });
+    for (const gateway of t.gateways) expect(await listTools(gateway, newKey, rotatedId)).toBe(404);
+
+    // The owner revokes the key: its session ends; the key itself is refused everywhere.
+    const second = await openSession(newKey);
+    const revokedId = second.transport.sessionId!;
+    expect((await owner.call('DELETE', `/api/agents/${agentId}/members/${member.memberId}/key`)).status).toBe(204);
+    expect(await listed(revokedId)).toMatchObject({ active: false, session: { status: 'terminated', endReason: 'key_revoked' } });
+    for (const gateway of t.gateways) expect(await listTools(gateway, newKey, revokedId)).toBe(401);
+
+    // The owner removes a member with an open session: it no longer lists, and it is announced as ended.
+    const token = await sandboxTokenIssuer(t.sandboxUrl)('github', { login: 'lee', name: 'Lee' });
+    const leaving = await addMember(t.database.db, { agentId, email: 'leaving@example.com', status: 'approved', connect: { github: token } });
+    const third = await openSession(leaving.memberKey);
+    const removedId = third.transport.sessionId!;
+    expect((await owner.call('DELETE', `/api/agents/${agentId}/members/${leaving.memberId}`)).status).toBe(204);
+    expect((await listed(removedId)).active).toBe(false);
+    for (const gateway of t.gateways) expect(await listTools(gateway, leaving.memberKey, removedId)).toBe(401);
+
+    // Every end was announced (so each session's counters are dropped by every decision point).
+    for (let i = 0; i < 50 && ![rotatedId, revokedId, removedId].every((id) => ended.has(id)); i++) await new Promise((r) => setTimeout(r, 100));
+    expect([...ended]).toEqual(expect.arrayContaining([rotatedId, revokedId, removedId]));
+    unsubscribe();
+    for (const opened of [first, second, third]) await opened.client.close();
+  });
 });

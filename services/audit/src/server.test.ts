@@ -120,6 +120,24 @@ describe('Query over gRPC', () => {
   });
 });
 
+describe('redact_policy_agent_ids on Query, and redact_policy_identities on SessionActivity (decision 022)', () => {
+  it('answers a redacted agent\'s entries without policy identities, and lets no policy filter match them', async () => {
+    const redacted = await query({ redactPolicyAgentIds: [TRUSTED] });
+    expect(redacted.entries).toEqual([{ ...toAuditEntryMsg(trusted), matchedPolicyIds: [], matchedPolicyNames: [], matchedPolicyDbIds: [], policyVersionIds: [] }, ...[plain, tricky].map(toAuditEntryMsg)]);
+    expect((await query({ filter: filter({ policy: 'pol-9' }) })).total).toBe(1);
+    expect(await query({ filter: filter({ policy: 'pol-9' }), redactPolicyAgentIds: [TRUSTED] })).toEqual({ entries: [], total: 0 });
+    expect((await query({ filter: filter({ policy: 'pol-2' }), redactPolicyAgentIds: [TRUSTED] })).entries.map((e) => e.id)).toEqual([tricky.id]);
+  });
+
+  it('leaves the per-policy hits out of a session\'s activity when asked to', async () => {
+    const full = await unary<{ calls: number; policies: Array<{ policyDbId: string; policyKey: string }> }>('SessionActivity', { agentId: TRUSTED, sessionId: 'session-1' });
+    expect(full.calls).toBe(1);
+    expect(full.policies).toMatchObject([{ policyDbId: 'pol-9', policyKey: 'secret-policy' }]);
+    const hidden = await unary<{ calls: number; denied: number; policies: unknown[] }>('SessionActivity', { agentId: TRUSTED, sessionId: 'session-1', redactPolicyIdentities: true });
+    expect(hidden).toMatchObject({ calls: 1, denied: 1, policies: [] });
+  });
+});
+
 describe('Export over gRPC', () => {
   it('streams CSV: the spec header, RFC 4180 quoting, no callerIp, policy ids redacted for listed agents', async () => {
     const { text } = await exportAll({ redactPolicyAgentIds: [TRUSTED] });
@@ -211,11 +229,12 @@ describe('invalid input → INVALID_ARGUMENT', () => {
   };
 
   it.each<[string, Partial<QueryRequest>, RegExp]>([
-    ['a from that is not a date', { filter: filter({ from: 'last tuesday' }) }, /filter\.from must be an ISO 8601 date/],
-    ['an impossible date', { filter: filter({ to: '2026-02-30' }) }, /filter\.to is not a valid date/],
-    ['from after to', { filter: filter({ from: '2026-10-02', to: '2026-10-01' }) }, /is after filter\.to/],
-    ['a lower-case result', { filter: filter({ result: 'deny' }) }, /filter\.result must be ALLOW or DENY/],
-    ['an unknown result', { filter: filter({ result: "ALLOW' OR '1'='1" }) }, /filter\.result must be ALLOW or DENY/],
+    // Filters are named as the REST query parameters they carry (the gateway passes the message on).
+    ['a from that is not a date', { filter: filter({ from: 'last tuesday' }) }, /^from must be an ISO 8601 date/],
+    ['an impossible date', { filter: filter({ to: '2026-02-30' }) }, /^to must be an ISO 8601 date or date-time that exists/],
+    ['from after to', { filter: filter({ from: '2026-10-02', to: '2026-10-01' }) }, /^from \(2026-10-02\) is after to \(2026-10-01\)$/],
+    ['a lower-case result', { filter: filter({ result: 'deny' }) }, /^result must be ALLOW or DENY/],
+    ['an unknown result', { filter: filter({ result: "ALLOW' OR '1'='1" }) }, /^result must be ALLOW or DENY/],
     ['a negative limit', { limit: -1 }, /limit must be a non-negative integer/],
     ['a negative offset', { offset: -10 }, /offset must be a non-negative integer/],
   ])('Query with %s', async (_label, request, message) => {
@@ -224,7 +243,7 @@ describe('invalid input → INVALID_ARGUMENT', () => {
 
   it('Export with an unknown format or a bad date', async () => {
     await invalid(exportAll({ format: 'xlsx' }), /format must be csv or ndjson/);
-    await invalid(exportAll({ filter: filter({ from: '2026-10-01T25:00:00Z' }) }), /filter\.from/);
+    await invalid(exportAll({ filter: filter({ from: '2026-10-01T25:00:00Z' }) }), /^from must be/);
   });
 
   it('Stats with a bad date', async () => {

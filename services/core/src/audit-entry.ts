@@ -43,3 +43,39 @@ export type Decision = AuditEntry['decision'];
 
 /** The reason recorded when no forbid policy matched. */
 export const NO_FORBID_MATCHED = 'No forbid policy matched';
+
+/**
+ * Reasons the decision point writes that name a policy (services/policy `evaluate.ts`):
+ * `Denied by policy "<name>"` (a forbid without a deny message) and `Allowed by policy "<name>"`
+ * (a permit on a default-deny agent), the name JSON-quoted, possibly followed by what the
+ * gateway appended (`; upstream error: …`, `; outcome not recorded …`). The pattern is written
+ * so that RE2 (the audit engine's regex library) reads it exactly as JavaScript does.
+ */
+export const POLICY_NAMED_REASON = /^(Denied by policy|Allowed by policy) "(?:[^"\\]|\\.)*"/;
+/** `Denied: policy "<name>" could not be evaluated: <engine message>` (the message may quote policy text too). */
+export const POLICY_FAILED_REASON = /^Denied: policy "(?:[^"\\]|\\.)*" could not be evaluated: /;
+/** What a reader who may not see policy identities reads instead of a `POLICY_FAILED_REASON`. */
+export const POLICY_FAILED_REDACTED = 'Denied: a policy could not be evaluated';
+
+/**
+ * The reason without the policy name the proxy wrote into it: `Denied by policy "Night freeze"`
+ * reads `Denied by policy`, an evaluation failure `Denied: a policy could not be evaluated`.
+ * Any other reason — an owner's `denyMessage` above all, which the caller's agent already got
+ * as the tool result — is kept as it is. Decision 022.
+ */
+export function reasonWithoutPolicyNames(reason: string): string {
+  if (POLICY_FAILED_REASON.test(reason)) return POLICY_FAILED_REDACTED;
+  return reason.replace(POLICY_NAMED_REASON, '$1');
+}
+
+/**
+ * The entry as a reader who may not see policy identities reads it (a non-owner member of a
+ * trusted agent): matched policy keys, names, database ids and versions emptied, and the
+ * reason without policy names. The audit export's SQL (`services/audit` `export-lines.ts`)
+ * writes exactly this, and is tested against it. Decision 022.
+ */
+export function redactPolicyIdentities(entry: AuditEntry): AuditEntry {
+  return {
+    ...entry, reason: reasonWithoutPolicyNames(entry.reason), matchedPolicyIds: [], matchedPolicyNames: [], policyDbIds: [], policyVersionIds: [],
+  };
+}

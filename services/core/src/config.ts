@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 
@@ -40,19 +40,61 @@ export function parseConfig<S extends z.ZodRawShape>(shape: S, env: NodeJS.Proce
   return result.data;
 }
 
+/** Permission bits for group and others: a file holding a secret must have none of them. */
+const SHARED_BITS = 0o077;
+/** POSIX modes mean nothing on Windows; there the checks below are skipped. */
+const POSIX = process.platform !== 'win32';
+
+function modeOf(file: string): number | undefined {
+  try { return statSync(file).mode & 0o777; } catch { return undefined; }
+}
+
 /**
- * The server secret. In production it must be configured; elsewhere one is generated on
- * first start and kept under DATA_DIR so later starts (and sealed data) keep working.
+ * Writes a file only its owner can read or write (0600), the generated secret's and the demo
+ * key's mode. Creation gets the mode directly; an existing file of a looser mode is tightened.
+ */
+export function writePrivateFile(file: string, content: string): void {
+  writeFileSync(file, content, { mode: 0o600 });
+  if (POSIX && ((modeOf(file) ?? 0) & SHARED_BITS) !== 0) chmodSync(file, 0o600);
+}
+
+/**
+ * Reads a file that holds a secret, first tightening it to 0600 when group or others may read
+ * it (files copied, restored from a backup, or written by an older version keep their mode).
+ * Undefined when there is no such file.
+ */
+export function readPrivateFile(file: string): string | undefined {
+  const mode = modeOf(file);
+  if (mode === undefined) return undefined;
+  if (POSIX && (mode & SHARED_BITS) !== 0) chmodSync(file, 0o600);
+  return readFileSync(file, 'utf8').trim();
+}
+
+/**
+ * The server secret. In production it must be configured (`PORTCULLIS_SECRET`); elsewhere one
+ * is generated on first start and kept in `DATA_DIR/secret` (mode 0600, in a directory created
+ * 0700) so later starts (and sealed data) keep working. An existing secret file that group or
+ * others may read is tightened to 0600 outside production; in production such a file — never
+ * read there, but a server secret all the same — stops the start until it is removed or
+ * made private, so a leaked development secret cannot go unnoticed (decision 027).
  */
 export function resolveSecret(config: { NODE_ENV: string; DATA_DIR: string; PORTCULLIS_SECRET?: string | undefined }): string {
-  if (config.PORTCULLIS_SECRET) return config.PORTCULLIS_SECRET;
-  if (config.NODE_ENV === 'production') {
-    throw new ConfigError('Invalid configuration:\n  PORTCULLIS_SECRET: required when NODE_ENV=production');
-  }
-  mkdirSync(config.DATA_DIR, { recursive: true });
   const file = join(config.DATA_DIR, 'secret');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (config.NODE_ENV === 'production') {
+    const mode = modeOf(file);
+    const problems: string[] = [];
+    if (POSIX && mode !== undefined && (mode & SHARED_BITS) !== 0) {
+      problems.push(`  ${file}: a server secret file readable by group or others (mode ${mode.toString(8).padStart(4, '0')}); production takes its secret from PORTCULLIS_SECRET only — delete this file, or make it private (chmod 600 ${file})`);
+    }
+    if (!config.PORTCULLIS_SECRET) problems.push('  PORTCULLIS_SECRET: required when NODE_ENV=production');
+    if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+    return config.PORTCULLIS_SECRET!;
+  }
+  if (config.PORTCULLIS_SECRET) return config.PORTCULLIS_SECRET;
+  mkdirSync(config.DATA_DIR, { recursive: true, mode: 0o700 });
+  const existing = readPrivateFile(file);
+  if (existing) return existing;
   const secret = randomBytes(32).toString('base64url');
-  writeFileSync(file, secret + '\n', { mode: 0o600 });
+  writePrivateFile(file, secret + '\n');
   return secret;
 }

@@ -1,11 +1,15 @@
-export { baseConfigShape, ConfigError, parseConfig, resolveSecret } from './config.ts';
+export { baseConfigShape, ConfigError, parseConfig, readPrivateFile, resolveSecret, writePrivateFile } from './config.ts';
 export { ApiError, statusOf, type ApiErrorCode } from './errors.ts';
 export { digestKey, displaySuffixOf, generateMemberKey, looksLikeMemberKey } from './keys.ts';
 export { redactToolArgs, REDACTED } from './redact.ts';
-export { auditEntrySchema, NO_FORBID_MATCHED, type AuditEntry, type Decision } from './audit-entry.ts';
+export {
+  auditEntrySchema, NO_FORBID_MATCHED, POLICY_FAILED_REASON, POLICY_FAILED_REDACTED, POLICY_NAMED_REASON, reasonWithoutPolicyNames, redactPolicyIdentities,
+  type AuditEntry, type Decision,
+} from './audit-entry.ts';
+export { parseAuditBound } from './audit-range.ts';
 export {
   connectors, getConnector, getTool, inputSchemaOf, isConnectorKey, prefixedToolName, splitToolName,
-  TIERS, TOOL_NAME_SEPARATOR,
+  TIERS, TOOL_NAME_SEPARATOR, toolsCovered,
   type CatalogTool, type Connector, type OAuthKind, type ParamSpec, type Tier, type ToolInputSchema,
 } from './catalog/catalog.ts';
 export { actionUid, AGENT_TYPE, cedarNamespace, cedarString, entityUid, principalUid, PRINCIPAL_TYPE, resourceOf, resourceTypesOf } from './cedar-naming.ts';
@@ -20,8 +24,10 @@ export { AuditQueryService, bindServer, channelOptions, PolicyDecisionService } 
 export type * from './grpc/types.ts';
 export { createMemberVault, openSealed, rewrapMemberVault, sealToMember, unwrapPrivateKey, VaultError, type MemberVault } from './vault.ts';
 export { isolatingFetch } from './mcp/isolating-fetch.ts';
+export { MCP_PROTOCOL_SERVICE } from './mcp/protocol-service.ts';
 export { openWithSecret, sealWithSecret } from './secret-box.ts';
 export * from './policy-conditions.ts';
+export { LinearPattern, PATTERN_CALL_BUDGET, PATTERN_PROGRAM_MAX, PATTERN_TEXT_MAX, PatternRun, type PatternCompilation } from './patterns.ts';
 export { counter, histogram, LATENCY_BUCKETS, metricsRegistry, startMetricsServer } from './metrics.ts';
 export { contextFromTraceHeaders, currentTraceHeaders, initTracing, shutdownTracing, tracerOf, type TracingOptions } from './tracing.ts';
 export { addHealthService } from './grpc/health.ts';

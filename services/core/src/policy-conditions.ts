@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LinearPattern } from './patterns.ts';
 
 /**
  * The conditions a policy record may carry (`conditions` in the REST body, the `policies`
@@ -54,29 +55,42 @@ export const resourcesConditionSchema = z.strictObject({
 const argPath = z.string().min(1).max(200).regex(/^[A-Za-z_$][\w$-]*(\.[A-Za-z_$][\w$-]*)*$/, 'must be a dot path of argument names, e.g. owner or options.branch');
 const argScalar = z.union([z.string().max(1_000), z.number().finite(), z.boolean()]);
 
-function isRegex(pattern: string): boolean {
-  try {
-    new RegExp(pattern, 'u');
-    return true;
-  } catch {
-    return false;
-  }
-}
+const patternText = z.string().min(1).max(500);
+/** A `regex` rule's pattern, as written: RE2 must compile it within the bounds of `patterns.ts`. */
+const compilablePattern = patternText.superRefine((pattern, ctx) => {
+  const compiled = LinearPattern.compile(pattern);
+  if (!compiled.ok) ctx.addIssue({ code: 'custom', message: compiled.problem });
+});
 
 /** One test on one argument; all of a policy's argument rules must hold. */
-export const argRuleSchema = z.discriminatedUnion('op', [
-  z.strictObject({ path: argPath, op: z.literal('equals'), value: argScalar }),
-  z.strictObject({ path: argPath, op: z.literal('oneOf'), values: z.array(argScalar).min(1).max(1_000) }),
-  z.strictObject({ path: argPath, op: z.literal('prefix'), value: z.string().min(1).max(1_000) }),
-  z.strictObject({ path: argPath, op: z.literal('regex'), pattern: z.string().min(1).max(500).refine(isRegex, 'must be a valid regular expression') }),
-]);
+function argRuleSchemaWith(pattern: z.ZodType<string>) {
+  return z.discriminatedUnion('op', [
+    z.strictObject({ path: argPath, op: z.literal('equals'), value: argScalar }),
+    z.strictObject({ path: argPath, op: z.literal('oneOf'), values: z.array(argScalar).min(1).max(1_000) }),
+    z.strictObject({ path: argPath, op: z.literal('prefix'), value: z.string().min(1).max(1_000) }),
+    z.strictObject({ path: argPath, op: z.literal('regex'), pattern }),
+  ]);
+}
 
-export const policyConditionsSchema = z.strictObject({
-  timeWindow: timeWindowSchema.optional(),
-  sessionLimit: sessionLimitSchema.optional(),
-  resources: resourcesConditionSchema.optional(),
-  args: z.array(argRuleSchema).min(1).max(50).optional(),
-});
+function policyConditionsSchemaWith(pattern: z.ZodType<string>) {
+  return z.strictObject({
+    timeWindow: timeWindowSchema.optional(),
+    sessionLimit: sessionLimitSchema.optional(),
+    resources: resourcesConditionSchema.optional(),
+    args: z.array(argRuleSchemaWith(pattern)).min(1).max(50).optional(),
+  });
+}
+
+export const argRuleSchema = argRuleSchemaWith(compilablePattern);
+
+/** Conditions as written (bodies, drafts, the records the decision point compiles): every pattern must compile. */
+export const policyConditionsSchema = policyConditionsSchemaWith(compilablePattern);
+
+/**
+ * The same shape without compiling patterns: for describing conditions already stored (API
+ * answers), which a pattern the engine now refuses must not turn into a server error.
+ */
+export const storedPolicyConditionsSchema = policyConditionsSchemaWith(patternText);
 
 export type TimeWindow = z.infer<typeof timeWindowSchema>;
 export type SessionLimit = z.infer<typeof sessionLimitSchema>;

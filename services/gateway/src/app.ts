@@ -16,7 +16,7 @@ import type { SessionRegistry } from './modules/sessions/session-registry.ts';
 import { mcpRoutes } from './mcp/mcp-route.ts';
 import { authRoutes } from './api/auth-router.ts';
 import { accountRoutes } from './api/account-router.ts';
-import { authRateLimitsOf, type RateLimitConfig } from './plugins/rate-limits.ts';
+import { abuseRateLimitsOf, authRateLimitsOf, type RateLimitConfig } from './plugins/rate-limits.ts';
 import { auditRoutes } from './api/audit-router.ts';
 import { auditStreamRoutes } from './api/audit-stream-router.ts';
 import { dashboardRoutes } from './api/dashboard-router.ts';
@@ -32,10 +32,11 @@ import type { Mailer } from './modules/mail/mailer.ts';
 import { statusRoutes, type HealthProbe } from './api/status-router.ts';
 import { homeRoutes } from './api/home-router.ts';
 import { sameOriginGuard } from './plugins/session-auth.ts';
+import { refuseControlCharacters } from './plugins/text-input-guard.ts';
 import { validationApiError } from './api/validation.ts';
 
 export interface AppDeps {
-  config: Pick<GatewayConfig, 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT'> & RateLimitConfig & { publicUrl: string };
+  config: Pick<GatewayConfig, 'NODE_ENV' | 'HOST' | 'MCP_ALLOWED_ORIGINS' | 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT'> & RateLimitConfig & { publicUrl: string };
   db: Database;
   bus: Bus;
   resolver: MemberKeyResolver;
@@ -135,11 +136,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       toolCalls: deps.toolCalls,
       sessions: deps.sessions,
       bodyLimit: deps.config.MCP_BODY_LIMIT_BYTES,
+      origins: {
+        publicUrl: deps.config.publicUrl,
+        allowedOrigins: deps.config.MCP_ALLOWED_ORIGINS,
+        allowLoopbackOrigins: deps.config.NODE_ENV !== 'production',
+        listenHost: deps.config.HOST,
+      },
     });
   });
 
   await app.register(async (api) => {
     api.addHook('onRequest', sameOriginGuard([deps.config.publicUrl]));
+    api.addHook('preValidation', refuseControlCharacters);
     await authRoutes(api, { auth: deps.auth, secureCookies: deps.config.publicUrl.startsWith('https:'), sessionMaxMs: deps.config.SESSION_MAX_MINUTES * 60_000, rateLimits: authRateLimitsOf(deps.config) });
     await accountRoutes(api, { auth: deps.auth });
     await auditRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
@@ -149,9 +157,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     await dashboardRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
     await sessionsRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit, sessions: deps.sessions });
-    await agentsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth });
+    await agentsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, limits: abuseRateLimitsOf(deps.config) });
     await policiesRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, policy: deps.policy, audit: deps.audit });
-    await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl });
+    await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl, limits: abuseRateLimitsOf(deps.config) });
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
     await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, connectFlow: deps.connectFlow });
     await entitiesRoutes(api, { db: deps.db, auth: deps.auth, refresh: deps.entityRefresh });

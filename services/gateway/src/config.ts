@@ -3,6 +3,31 @@ import { baseConfigShape, connectors, ConfigError, parseConfig } from '@portcull
 
 const durationMinutes = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
+/** `scheme://host[:port]` of an http(s) URL with nothing after it; undefined for anything else. */
+function originOf(text: string): string | undefined {
+  try {
+    const url = new URL(text);
+    const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
+    return (url.protocol === 'http:' || url.protocol === 'https:') && bare && !text.endsWith('?') && !text.endsWith('#') ? url.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A comma-separated list of origins, each normalised as browsers send it (`https://app.example.com`). */
+const originList = z.string().default('').transform((value, ctx) => {
+  const origins: string[] = [];
+  for (const item of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const origin = originOf(item);
+    if (!origin) {
+      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(item)} is not an origin: write scheme://host[:port] (http or https, no path), comma-separated` });
+      return z.NEVER;
+    }
+    origins.push(origin);
+  }
+  return origins;
+});
+
 const gatewayShape = {
   ...baseConfigShape,
   PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
@@ -16,6 +41,12 @@ const gatewayShape = {
   /** `smtp://…`, `file://<dir>` or `log` (refused in production). */
   MAIL_URL: z.string().regex(/^(smtps?:\/\/.+|file:\/\/.+|log)$/, 'must be smtp://…, file://<dir> or log').optional(),
   MAIL_FROM: z.string().default('Portcullis <no-reply@portcullis.local>'),
+  /**
+   * Browser origins besides PUBLIC_URL's that may call `/mcp` (comma-separated). A request with
+   * any other `Origin` is refused with 403 (DNS rebinding protection, decision 024); loopback
+   * origins are accepted too outside production.
+   */
+  MCP_ALLOWED_ORIGINS: originList,
   /** Largest `/mcp` request body, in bytes. */
   MCP_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1_048_576),
   /** Largest `/api` request body, in bytes. */
@@ -53,6 +84,13 @@ const gatewayShape = {
   RATE_LIMIT_MAGIC_LINK_PER_IP: z.coerce.number().int().positive().default(20),
   RATE_LIMIT_VERIFY_PER_IP: z.coerce.number().int().positive().default(30),
   RATE_LIMIT_MFA_PER_IP: z.coerce.number().int().positive().default(30),
+  /**
+   * Abuse limits per rolling hour, counted in Postgres so every replica shares them (decision
+   * 026): invites sent per inviting user and per client IP (across agents), agents created per user.
+   */
+  RATE_LIMIT_INVITES_PER_USER: z.coerce.number().int().positive().default(20),
+  RATE_LIMIT_INVITES_PER_IP: z.coerce.number().int().positive().default(50),
+  RATE_LIMIT_AGENTS_PER_USER: z.coerce.number().int().positive().default(10),
   /**
    * Live audit stream (GET /api/audit/stream): the heartbeat interval, which is also how often
    * each stream's visible agents and session are re-checked; open streams per user on one

@@ -1,7 +1,7 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectors, openBus, openDatabase, resolveSecret, sealWithSecret, type Bus, type DatabaseHandle } from '@portcullis/core';
+import { connectors, openBus, openDatabase, readPrivateFile, resolveSecret, sealWithSecret, writePrivateFile, type Bus, type DatabaseHandle } from '@portcullis/core';
 import { CLIENT_SECRET_LABEL, loadGatewayConfig, startGateway, type Gateway } from '@portcullis/gateway';
 import { loadPolicyConfig, startPolicyService, compilePolicyText } from '@portcullis/policy';
 import { loadAuditConfig, startAuditService } from '@portcullis/audit';
@@ -83,9 +83,10 @@ export async function startStandalone(env: NodeJS.ProcessEnv): Promise<Standalon
         registerApp: (service) => sb.registerApp(service, [`${gateway.url.replace(/\/$/, '')}/api/oauth/callback`], 'Portcullis demo'),
         sealClientSecret: (clientSecret) => sealWithSecret(secret, CLIENT_SECRET_LABEL, clientSecret),
       });
+      // The demo member key, like the generated secret, is readable by its owner only (0600).
       const keyFile = join(dataDir, DEMO_KEY_FILE);
-      if (seeded) writeFileSync(keyFile, seeded.memberKey + '\n', { mode: 0o600 });
-      demoMemberKey = existsSync(keyFile) ? readFileSync(keyFile, 'utf8').trim() : undefined;
+      if (seeded) writePrivateFile(keyFile, seeded.memberKey + '\n');
+      demoMemberKey = readPrivateFile(keyFile);
     }
 
     const banner = renderBanner({ url: gateway.url, mailUrl: gatewayConfig.MAIL_URL!, demoMemberKey, embedded: { db: database.kind, bus: bus.kind, audit: env.CLICKHOUSE_URL ? 'clickhouse' : 'chdb' } });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeEntry } from '../testing/audit-entries.ts';
-import { CSV_HEADER, csvField, csvLine, formulaGuard, ndjsonLine, redactPolicyIdentities } from './export-format.ts';
+import { CSV_HEADER, csvField, csvLine, formulaGuard, ndjsonLine } from './export-format.ts';
 
 describe('csvField', () => {
   it.each([
@@ -53,15 +53,6 @@ describe('formulaGuard', () => {
   it('guards text cells before quoting them, and leaves timestamp, decision and duration alone', () => {
     const entry = makeEntry({ agentName: '=HYPERLINK("x")', reason: '-1', matchedPolicyIds: ['@a', 'b'], memberName: 'ok', durationMs: 2 });
     expect(csvLine(entry)).toBe(`${entry.timestamp},"'=HYPERLINK(""x"")",ok,create_issue,github,"GithubMCP::Repository::""acme/api""",ALLOW,'-1,2,'@a;b\r\n`);
-  });
-});
-
-describe('redactPolicyIdentities', () => {
-  it('empties every policy identity and keeps the rest', () => {
-    const entry = makeEntry({ matchedPolicyIds: ['k'], matchedPolicyNames: ['n'], policyDbIds: ['d'], policyVersionIds: ['v'] });
-    const redacted = redactPolicyIdentities(entry);
-    expect(redacted).toEqual({ ...entry, matchedPolicyIds: [], matchedPolicyNames: [], policyDbIds: [], policyVersionIds: [] });
-    expect(entry.matchedPolicyIds).toEqual(['k']);
   });
 });
 

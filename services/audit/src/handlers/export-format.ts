@@ -4,6 +4,7 @@ import type { AuditEntry } from '@portcullis/core';
  * The export's text, specified in JS. The engine produces it (`store/export-lines.ts` has
  * the SQL), and `audit-store.test.ts` checks the engine's bytes against these functions for
  * awkward values; the handler itself only sends `CSV_HEADER` and forwards engine output.
+ * A redacted agent's entry is written as `redactPolicyIdentities` (core) returns it.
  */
 
 /** The CSV columns of the spec's export, in order; `callerIp` is deliberately not one. */
@@ -58,9 +59,4 @@ export function csvLine(entry: AuditEntry): string {
 /** An entry as one NDJSON line, in the same field names the Query API returns. */
 export function ndjsonLine(entry: AuditEntry): string {
   return `${JSON.stringify(entry)}\n`;
-}
-
-/** The entry with every policy identity (keys, names, database ids, versions) emptied. */
-export function redactPolicyIdentities(entry: AuditEntry): AuditEntry {
-  return { ...entry, matchedPolicyIds: [], matchedPolicyNames: [], policyDbIds: [], policyVersionIds: [] };
 }

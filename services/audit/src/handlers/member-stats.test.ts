@@ -72,7 +72,7 @@ describe('MemberStats over gRPC', () => {
   it('refuses a bad date, from after to, or an empty agent id with INVALID_ARGUMENT naming the field', async () => {
     for (const [request, message] of [
       [{ from: 'yesterday' }, /from must be an ISO 8601 date/],
-      [{ to: '2026-02-30' }, /to is not a valid date/],
+      [{ to: '2026-02-30' }, /^to must be an ISO 8601 date or date-time that exists/],
       [{ from: '2026-10-02', to: '2026-10-01' }, /from .* is after to/],
       [{ agentIds: [''] }, /agent_ids/],
     ] as const) {

@@ -9,7 +9,10 @@ const query = (over: Partial<QueryRequest> & { filter?: Partial<AuditFilterMsg> 
 describe('parseInstant', () => {
   it.each([
     ['2026-10-01T12:34:56.789Z', 'from', '2026-10-01T12:34:56.789Z'],
-    ['2026-10-01T12:34:56Z', 'to', '2026-10-01T12:34:56.000Z'],
+    // `to` is inclusive at the precision written: that second, that minute (decision 003).
+    ['2026-10-01T12:34:56Z', 'to', '2026-10-01T12:34:56.999Z'],
+    ['2026-10-01T12:34Z', 'to', '2026-10-01T12:34:59.999Z'],
+    ['2026-10-01T12:34:56.789Z', 'to', '2026-10-01T12:34:56.789Z'],
     ['2026-10-01T14:34:56.789+02:00', 'from', '2026-10-01T12:34:56.789Z'],
     ['2026-10-01T10:34:56.789-0200', 'from', '2026-10-01T12:34:56.789Z'],
     ['2026-10-01T12:34Z', 'from', '2026-10-01T12:34:00.000Z'],
@@ -53,11 +56,13 @@ describe('parseFilter', () => {
   });
 
   it.each([
-    [{ result: 'deny' }, /filter\.result must be ALLOW or DENY/],
-    [{ result: 'MAYBE' }, /filter\.result/],
-    [{ from: '2026-10-02', to: '2026-10-01' }, /filter\.from .* is after filter\.to/],
+    // Named as the REST query parameter the caller sent, not as the internal field (issue 15).
+    [{ result: 'deny' }, /^result must be ALLOW or DENY/],
+    [{ result: 'MAYBE' }, /^result/],
+    [{ from: '2026-10-02', to: '2026-10-01' }, /^from \(2026-10-02\) is after to \(2026-10-01\)$/],
+    [{ from: 'soon' }, /^from must be an ISO 8601/],
     [{ agentIds: [''] }, /filter\.agent_ids/],
-    [{ tool: 'x'.repeat(513) }, /filter\.tool must be at most 512/],
+    [{ tool: 'x'.repeat(513) }, /^tool must be at most 512/],
   ] as const)('rejects %j', (over, message) => {
     expect(() => parseFilter({ ...emptyFilter, ...over } as AuditFilterMsg)).toThrow(message);
   });
@@ -68,6 +73,15 @@ describe('parseQueryRequest', () => {
     [0, 500], [1, 1], [500, 500], [501, 500], [100_000, 500],
   ])('limit %i → %i', (limit, expected) => {
     expect(parseQueryRequest(query({ limit })).page.limit).toBe(expected);
+  });
+
+  it('collects the agents whose policy identities are hidden; a policy filter never matches their entries (decision 022)', () => {
+    const hidden = { ...query({ filter: { ...emptyFilter, agentIds: ['a1', 'a2'] } }), redactPolicyAgentIds: ['a2'] };
+    expect([...parseQueryRequest(hidden).redactPolicyAgentIds]).toEqual(['a2']);
+    expect(parseQueryRequest(hidden).filter.agentIds).toEqual(['a1', 'a2']);
+    const probing = { ...query({ filter: { ...emptyFilter, agentIds: ['a1', 'a2'], policy: 'p9' } }), redactPolicyAgentIds: ['a2'] };
+    expect(parseQueryRequest(probing).filter).toEqual({ agentIds: ['a1'], policy: 'p9' });
+    expect(parseQueryRequest(query({ filter: { ...emptyFilter, agentIds: ['a1'], policy: 'p9' } })).filter).toEqual({ agentIds: ['a1'], policy: 'p9' });
   });
 
   it('rejects a negative limit or offset', () => {
@@ -94,8 +108,10 @@ describe('parseExportRequest', () => {
     expect(() => parseExportRequest(exportRequest({ format: 'xlsx' }))).toThrow(/format must be csv or ndjson/);
   });
 
-  it('collects the agents to redact', () => {
+  it('collects the agents to redact; a policy filter never matches their entries', () => {
     expect([...parseExportRequest(exportRequest({ redactPolicyAgentIds: ['a1', 'a2'] })).redactPolicyAgentIds]).toEqual(['a1', 'a2']);
+    const probing = exportRequest({ filter: { ...emptyFilter, agentIds: ['a1', 'a2'], policy: 'p9' }, redactPolicyAgentIds: ['a1'] });
+    expect(parseExportRequest(probing).filter).toEqual({ agentIds: ['a2'], policy: 'p9' });
   });
 });
 

@@ -1,4 +1,4 @@
-import type { AuditFilterMsg, ExportRequest, QueryRequest, StatsRequest } from '@portcullis/core';
+import { parseAuditBound, type AuditFilterMsg, type ExportRequest, type QueryRequest, type StatsRequest } from '@portcullis/core';
 import type { AuditFilter } from '../store/audit-filter.ts';
 import type { AuditPage, AuditStatsFilter } from '../store/audit-store.ts';
 
@@ -16,38 +16,16 @@ const MAX_TEXT_LENGTH = 512;
 const EARLIEST = Date.UTC(1900, 0, 1);
 const LATEST = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
 
-const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?([Zz]|[+-]\d{2}(?::?\d{2})?)?)?$/;
-
 /**
- * Parses an ISO 8601 date or date-time. A bare date means the whole day (UTC): its start as
- * `from`, its last millisecond as `to`, so both bounds stay inclusive. A date-time without an
- * offset is read as UTC. Empty means "no bound".
+ * Parses an audit range bound (`parseAuditBound`: ISO 8601, inclusive at the precision
+ * written — `to=…T21:12Z` ends at 21:12:59.999, a bare date at the day's last millisecond).
+ * Empty means "no bound".
  */
 export function parseInstant(value: string, field: string, bound: 'from' | 'to'): Date | undefined {
   if (value === '') return undefined;
-  const match = ISO_8601.exec(value);
-  if (!match) throw new InvalidArgumentError(`${field} must be an ISO 8601 date or date-time, got ${quote(value)}`);
-  const [, y, mo, d, h, mi, s, fraction, offset] = match;
-  const year = Number(y), month = Number(mo), day = Number(d);
-  const hour = Number(h ?? 0), minute = Number(mi ?? 0), second = Number(s ?? 0);
-  const millis = fraction ? Number(fraction.slice(0, 3).padEnd(3, '0')) : 0;
-  const dateOnly = h === undefined;
-  const utc = Date.UTC(year, month - 1, day, hour, minute, second, millis);
-  const check = new Date(utc);
-  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) {
-    throw new InvalidArgumentError(`${field} is not a valid date: ${quote(value)}`);
-  }
-  const offsetMinutes = parseOffset(offset, field, value);
-  const instant = utc - offsetMinutes * 60_000 + (dateOnly && bound === 'to' ? 86_400_000 - 1 : 0);
+  const instant = parseAuditBound(value, bound);
+  if (instant === undefined) throw new InvalidArgumentError(`${field} must be an ISO 8601 date or date-time that exists, got ${quote(value)}`);
   return new Date(Math.min(Math.max(instant, EARLIEST), LATEST));
-}
-
-function parseOffset(offset: string | undefined, field: string, value: string): number {
-  if (!offset || offset === 'Z' || offset === 'z') return 0;
-  const digits = offset.slice(1).replace(':', '');
-  const hours = Number(digits.slice(0, 2)), minutes = Number(digits.slice(2) || 0);
-  if (hours > 23 || minutes > 59) throw new InvalidArgumentError(`${field} has an invalid UTC offset: ${quote(value)}`);
-  return (offset.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
 }
 
 /** Validates the agents a caller may see; an empty list is valid and matches nothing. */
@@ -68,31 +46,48 @@ function optionalText(value: string | null | undefined, field: string): string |
   return value;
 }
 
-/** Turns the wire filter into a validated `AuditFilter`; empty strings mean "not set". */
+/**
+ * Turns the wire filter into a validated `AuditFilter`; empty strings mean "not set". Errors
+ * name a filter by the query parameter of GET /api/audit it carries (`from`, not
+ * `filter.from`): the gateway passes these messages on to its caller.
+ */
 export function parseFilter(message: AuditFilterMsg | null | undefined): AuditFilter {
   const msg: Partial<AuditFilterMsg> = message ?? {};
-  const from = parseInstant(msg.from ?? '', 'filter.from', 'from');
-  const to = parseInstant(msg.to ?? '', 'filter.to', 'to');
-  if (from && to && from > to) throw new InvalidArgumentError(`filter.from (${msg.from}) is after filter.to (${msg.to})`);
-  const result = optionalText(msg.result, 'filter.result');
+  const from = parseInstant(msg.from ?? '', 'from', 'from');
+  const to = parseInstant(msg.to ?? '', 'to', 'to');
+  if (from && to && from > to) throw new InvalidArgumentError(`from (${msg.from}) is after to (${msg.to})`);
+  const result = optionalText(msg.result, 'result');
   if (result !== undefined && result !== 'ALLOW' && result !== 'DENY') {
-    throw new InvalidArgumentError(`filter.result must be ALLOW or DENY, got ${quote(result)}`);
+    throw new InvalidArgumentError(`result must be ALLOW or DENY, got ${quote(result)}`);
   }
   const filter: AuditFilter = { agentIds: parseAgentIds(msg.agentIds, 'filter.agent_ids') };
   if (from) filter.from = from;
   if (to) filter.to = to;
   if (result) filter.result = result;
-  const agent = optionalText(msg.agent, 'filter.agent');
+  const agent = optionalText(msg.agent, 'agent');
   if (agent !== undefined) filter.agent = agent;
-  const service = optionalText(msg.service, 'filter.service');
+  const service = optionalText(msg.service, 'service');
   if (service !== undefined) filter.service = service;
-  const tool = optionalText(msg.tool, 'filter.tool');
+  const tool = optionalText(msg.tool, 'tool');
   if (tool !== undefined) filter.tool = tool;
-  const member = optionalText(msg.member, 'filter.member');
+  const member = optionalText(msg.member, 'member');
   if (member !== undefined) filter.member = member;
-  const policy = optionalText(msg.policy, 'filter.policy');
+  const policy = optionalText(msg.policy, 'policy');
   if (policy !== undefined) filter.policy = policy;
   return filter;
+}
+
+/**
+ * The filter and the agents whose policy identities the caller may not see (decision 022).
+ * A `policy` filter never matches those agents' entries: it compares what the caller sees,
+ * and they see no policy there — else the filter would tell which entries a hidden policy
+ * matched.
+ */
+function withRedaction(message: AuditFilterMsg | null | undefined, redactIds: readonly string[] | null | undefined): { filter: AuditFilter; redactPolicyAgentIds: ReadonlySet<string> } {
+  const filter = parseFilter(message);
+  const redactPolicyAgentIds = new Set(parseAgentIds(redactIds, 'redact_policy_agent_ids'));
+  if (filter.policy !== undefined && redactPolicyAgentIds.size > 0) filter.agentIds = filter.agentIds.filter((id) => !redactPolicyAgentIds.has(id));
+  return { filter, redactPolicyAgentIds };
 }
 
 function nonNegative(value: number | null | undefined, field: string): number {
@@ -102,10 +97,10 @@ function nonNegative(value: number | null | undefined, field: string): number {
 }
 
 /** `Query`: limit 0 means the default (500); larger limits are clamped to 500. */
-export function parseQueryRequest(request: QueryRequest): { filter: AuditFilter; page: AuditPage } {
+export function parseQueryRequest(request: QueryRequest): { filter: AuditFilter; page: AuditPage; redactPolicyAgentIds: ReadonlySet<string> } {
   const limit = nonNegative(request.limit, 'limit');
   return {
-    filter: parseFilter(request.filter),
+    ...withRedaction(request.filter, request.redactPolicyAgentIds),
     page: { limit: limit === 0 ? QUERY_LIMIT_MAX : Math.min(limit, QUERY_LIMIT_MAX), offset: nonNegative(request.offset, 'offset') },
   };
 }
@@ -125,10 +120,9 @@ export function parseExportRequest(request: ExportRequest): ParsedExportRequest 
   const format = request.format || 'csv';
   if (format !== 'csv' && format !== 'ndjson') throw new InvalidArgumentError(`format must be csv or ndjson, got ${quote(format)}`);
   return {
-    filter: parseFilter(request.filter),
+    ...withRedaction(request.filter, request.redactPolicyAgentIds),
     page: { limit: nonNegative(request.limit, 'limit'), offset: nonNegative(request.offset, 'offset') },
     format,
-    redactPolicyAgentIds: new Set(parseAgentIds(request.redactPolicyAgentIds, 'redact_policy_agent_ids')),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { AuditEntry, SessionActivityResponse } from '@portcullis/core';
+import { MCP_PROTOCOL_SERVICE, type AuditEntry, type SessionActivityResponse } from '@portcullis/core';
 import { whereOf, type AuditFilter } from './audit-filter.ts';
 import { connectClickHouse, type ClickHouseConnection, type ClickHouseTarget } from './clickhouse-connection.ts';
 import { AUDIT_COLUMNS, fromClickHouseTime, fromRow, toRow, type AuditRow } from './entry-row.ts';
@@ -114,6 +114,8 @@ const SELECT_COLUMNS = AUDIT_COLUMNS.join(', ');
  * subquery. `use_skip_indexes_if_final` (on by default) keeps the bloom filters in play.
  */
 const FROM_FINAL = `FROM ${TABLE} FINAL`;
+/** Call counters count tool calls only: refused protocol requests (decision 001) are audited, not calls. */
+const TOOL_CALLS_ONLY = { sql: 'service != {protocolService:String}', params: { protocolService: MCP_PROTOCOL_SERVICE } };
 
 /** Connects, applies pending migrations and returns the store. */
 export async function openAuditStore(options: AuditStoreOptions): Promise<AuditStore> {
@@ -206,8 +208,8 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
       const where = whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to });
       const [row] = await selectRows<{ calls: number | string; allowed: number | string; denied: number | string }>(
         `SELECT count() AS calls, countIf(decision = 'ALLOW') AS allowed, countIf(decision = 'DENY') AS denied
-         ${FROM_FINAL} WHERE ${where.sql}`,
-        where.params,
+         ${FROM_FINAL} WHERE ${where.sql} AND ${TOOL_CALLS_ONLY.sql}`,
+        { ...where.params, ...TOOL_CALLS_ONLY.params },
       );
       return { calls: Number(row?.calls ?? 0), allowed: Number(row?.allowed ?? 0), denied: Number(row?.denied ?? 0) };
     },
@@ -235,9 +237,9 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
       const rows = await selectRows<{ member_id: string; latest_name: string; calls: number | string; allowed: number | string; denied: number | string; last: string }>(
         `SELECT member_id, argMax(member_name, timestamp) AS latest_name, count() AS calls,
                 countIf(decision = 'ALLOW') AS allowed, countIf(decision = 'DENY') AS denied, toString(max(timestamp)) AS last
-         ${FROM_FINAL} WHERE ${where.sql}
+         ${FROM_FINAL} WHERE ${where.sql} AND ${TOOL_CALLS_ONLY.sql}
          GROUP BY member_id ORDER BY calls DESC, member_id`,
-        where.params,
+        { ...where.params, ...TOOL_CALLS_ONLY.params },
       );
       return rows.map((row) => ({
         memberId: row.member_id, memberName: row.latest_name,

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { Session } from 'chdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuditEntry } from '@portcullis/core';
-import { csvLine, ndjsonLine, redactPolicyIdentities } from '../handlers/export-format.ts';
+import { redactPolicyIdentities, type AuditEntry } from '@portcullis/core';
+import { csvLine, ndjsonLine } from '../handlers/export-format.ts';
 import { makeEntry, makeTempDir } from '../testing/audit-entries.ts';
 import type { AuditFilter } from './audit-filter.ts';
 import { openAuditStore, type AuditStore, type ExportOptions } from './audit-store.ts';
@@ -29,6 +29,11 @@ const awkward: AuditEntry[] = [
   makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:02.000Z', reason: '\tTabbed', resource: '\rCarriage', memberName: '', durationMs: 3, matchedPolicyIds: ['=cmd|calc'] }),
   makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:03.000Z', reason: 'a\r\nb "c", d', service: 'sl,ack', tool: 'post"message', agentName: 'Line\r\nBreak\nAgent', toolArgs: {} }),
   makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:04.000Z', reason: 'not -a formula; O\'Brien', matchedPolicyIds: ['a', 'b', 'c'], durationMs: 1234567.125 }),
+  // Reasons that name a policy (decision 022): a redacted export drops the name, as `reasonWithoutPolicyNames` does.
+  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:04.100Z', decision: 'DENY', reason: 'Denied by policy "say \\"no\\", \\\\ O\'Brien"', matchedPolicyIds: ['k'], matchedPolicyNames: ['say "no", \\ O\'Brien'] }),
+  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:04.200Z', reason: 'Allowed by policy "Read, only"; upstream error: 503, "busy"', matchedPolicyIds: ['read-only'] }),
+  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:04.300Z', decision: 'DENY', reason: 'Denied: policy "Guard" could not be evaluated: in policy guard,\nunknown "attr"' }),
+  makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:04.400Z', decision: 'DENY', reason: 'Ask the owner, not "Guard"' }),
 ];
 const noSession = (() => {
   const { sessionId: _omit, ...entry } = makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:05.000Z' });
@@ -66,9 +71,15 @@ describe('CSV lines', () => {
     expect(text).toContain(",not -a formula; O'Brien,1234567.125,a;b;c\r\n");
   });
 
-  it('empty the policy keys of listed agents only', async () => {
+  it('empty the policy keys, and the policy names in reasons, of listed agents only', async () => {
     const text = await exportText({ agentIds: [AWK] }, { redactPolicyAgentIds: [AWK] });
     expect(text).toBe(allAwkward.map((e) => csvLine(redactPolicyIdentities(e))).join(''));
+    // Spelled out once: the generated reasons lose the name, an owner's own message stays.
+    expect(text).toContain(',DENY,Denied by policy,12.5,\r\n');
+    expect(text).toContain(',ALLOW,"Allowed by policy; upstream error: 503, ""busy""",12.5,\r\n');
+    expect(text).toContain(',DENY,Denied: a policy could not be evaluated,12.5,\r\n');
+    expect(text).toContain(',DENY,"Ask the owner, not ""Guard""",12.5,\r\n');
+    for (const secret of ['say', 'Read, only', 'unknown', 'night-forbid']) expect(text).not.toContain(secret);
     expect(await exportText({ agentIds: [AWK] }, { redactPolicyAgentIds: ['agent-other'] })).toBe(allAwkward.map(csvLine).join(''));
   });
 });

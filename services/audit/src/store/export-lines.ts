@@ -18,14 +18,30 @@
  * parameter `{redactAgentIds:Array(String)}` (and the filter's own parameters).
  */
 
+import { POLICY_FAILED_REASON, POLICY_FAILED_REDACTED, POLICY_NAMED_REASON } from '@portcullis/core';
+
 /** The engine output format the lines are written in. */
 export const EXPORT_LINE_FORMAT = 'TabSeparatedRaw';
 
 /**
  * `redacted` is true for rows of agents listed in `redact_policy_agent_ids`: their policy
- * identities (keys, names, database ids, versions) are emptied.
+ * identities (keys, names, database ids, versions) are emptied and their reason loses the
+ * policy names the proxy wrote into it — `redactPolicyIdentities` in core, decision 022.
  */
 export const REDACTED_ALIAS = 'has({redactAgentIds:Array(String)}, agent_id) AS redacted';
+
+/** A SQL string literal of fixed text of ours (never a request value). */
+function literal(text: string): string {
+  return `'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+}
+
+/**
+ * The reason as the reader sees it: for a redacted row, `reasonWithoutPolicyNames` of core,
+ * with its very patterns (written to read the same in RE2). `if` evaluates lazily, so rows
+ * that are not redacted never run a regex.
+ */
+const REASON = `if(redacted, if(match(reason, ${literal(POLICY_FAILED_REASON.source)}), ${literal(POLICY_FAILED_REDACTED)}, `
+  + String.raw`replaceRegexpOne(reason, ${literal(POLICY_NAMED_REASON.source)}, '\\1')), reason)`;
 
 /**
  * Spreadsheet-formula guard, as in `formulaGuard` of the JS reference: a cell starting with
@@ -74,7 +90,7 @@ export const CSV_LINE = [
   csvCellLowCardinality('service'),
   csvCell('resource'),
   'decision',
-  csvCell('reason'),
+  csvCell(REASON),
   'toString(duration_ms)',
   csvCell(`if(redacted, '', arrayStringConcat(matched_policy_ids, ';'))`),
 ].join(`, ',', `);
@@ -110,7 +126,7 @@ export const NDJSON_LINE = [
   `',"callerIp":'`, json('caller_ip'),
   `',"toolArgs":'`, `if(startsWith(tool_args, '{') AND isValidJSON(tool_args), tool_args, '{}')`,
   `',"decision":'`, json('decision'),
-  `',"reason":'`, json('reason'),
+  `',"reason":'`, json(REASON),
   `',"matchedPolicyIds":'`, policyArray('matched_policy_ids'),
   `',"matchedPolicyNames":'`, policyArray('matched_policy_names'),
   `',"policyVersionIds":'`, policyArray('policy_version_ids'),

@@ -65,6 +65,20 @@ export function getTool(service: string, tool: string): CatalogTool | undefined 
   return toolIndex.get(service)?.get(tool);
 }
 
+/**
+ * The tools of `service` a policy naming `tools` and `tiers` covers, in catalog order: the
+ * named tools and every tool of the named tiers; every tool of the service when both lists
+ * are empty. Names the catalog does not have cover nothing.
+ */
+export function toolsCovered(service: string, tools: readonly string[], tiers: readonly string[]): string[] {
+  const connector = byKey.get(service);
+  if (!connector) return [];
+  const everyTool = tools.length === 0 && tiers.length === 0;
+  const named = new Set(tools);
+  const namedTiers = new Set(tiers);
+  return connector.tools.filter((t) => everyTool || named.has(t.name) || namedTiers.has(t.tier)).map((t) => t.name);
+}
+
 export function inputSchemaOf(tool: CatalogTool): ToolInputSchema {
   const properties: ToolInputSchema['properties'] = {};
   const required: string[] = [];

@@ -63,7 +63,8 @@ export interface AuditEntryMsg {
   principal: string;
 }
 
-export interface QueryRequest { filter: AuditFilterMsg; limit: number; offset: number }
+/** `redactPolicyAgentIds`: agents whose policy identities the caller may not see (decision 022); absent = none. */
+export interface QueryRequest { filter: AuditFilterMsg; limit: number; offset: number; redactPolicyAgentIds?: string[] }
 export interface QueryResponse { entries: AuditEntryMsg[]; total: number }
 export interface ExportRequest { filter: AuditFilterMsg; limit: number; offset: number; format: string; redactPolicyAgentIds: string[] }
 export interface ExportChunk { data: Buffer }
@@ -76,7 +77,7 @@ export interface MemberStatsRequest { agentIds: string[]; from: string; to: stri
 export interface MemberActivityMsg { memberId: string; memberName: string; calls: number; allowed: number; denied: number; lastCallAt: string }
 export interface MemberStatsResponse { members: MemberActivityMsg[] }
 
-export interface SessionActivityRequest { agentId: string; sessionId: string }
+export interface SessionActivityRequest { agentId: string; sessionId: string; redactPolicyIdentities?: boolean }
 export interface ToolUsageMsg { service: string; tool: string; calls: number; allowed: number; denied: number }
 export interface PolicyHitsMsg { policyDbId: string; policyKey: string; policyName: string; hits: number }
 export interface SessionActivityResponse {

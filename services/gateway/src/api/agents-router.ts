@@ -6,6 +6,7 @@ import type { AuthService } from '../modules/auth/auth-service.ts';
 import { agentIdParams } from '../modules/agents/agent-access.ts';
 import { createAgentService } from '../modules/agents/agent-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
+import { createSharedLimiters, type AbuseRateLimits } from '../plugins/rate-limits.ts';
 
 /** Control characters (NUL above all: Postgres text and jsonb cannot hold it) are refused, not stored. */
 const NO_CONTROL_CHARS = /^[^\u0000-\u001f\u007f]*$/;
@@ -76,12 +77,20 @@ const onboardingSchema = z.object({
  * The spec's "Agents" endpoints plus member onboarding. Every route needs a dashboard session;
  * agent-scoped routes answer 404 to outsiders and 403 to non-owners on owner routes.
  */
-export async function agentsRoutes(fastify: FastifyInstance, options: { db: Database; bus: Pick<Bus, 'publishChange'>; auth: AuthService }) {
+export async function agentsRoutes(fastify: FastifyInstance, options: {
+  db: Database; bus: Pick<Bus, 'publishChange'>; auth: AuthService;
+  /** Agents created per user, shared by every replica (decision 026). */
+  limits: Pick<AbuseRateLimits, 'agentsPerUser'>;
+}) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const agents = createAgentService({ db: options.db, bus: options.bus });
   // As `onRequest`, not `preHandler`: an anonymous caller gets 401 before its body or
   // parameters are even parsed, so validation never tells a stranger anything.
   const onRequest = requireUser(options.auth);
+  // Agent names reach other people's inboxes in invites: creating them in bulk is limited too.
+  const agentsPerUser = createSharedLimiters({ db: options.db })(
+    { limit: options.limits.agentsPerUser, action: 'agent-create', what: 'agents created by you', subjectOf: (request) => `user:${request.user!.id}` },
+  );
 
   app.get('/api/agents', {
     schema: { tags: ['agents'], summary: 'List agents (owned and member-of)', querystring: agentListQuerySchema, response: { 200: agentListSchema } },
@@ -91,6 +100,7 @@ export async function agentsRoutes(fastify: FastifyInstance, options: { db: Data
   app.post('/api/agents', {
     schema: { tags: ['agents'], summary: 'Create an agent; the caller becomes its owner', body: createAgentBody, response: { 201: agentSchema } },
     onRequest,
+    preHandler: agentsPerUser,
   }, async (request, reply) => reply.code(201).send(await agents.create(request.user!, request.body)));
 
   app.get('/api/agents/:id', {

@@ -84,6 +84,29 @@ describe('bad query parameters → 400 invalid_request naming the field, never 5
   });
 });
 
+describe('a range that ends before it starts (issue 15)', () => {
+  it.each(['/api/audit', '/api/audit/export', '/api/dashboard/stats', '/api/dashboard/member-stats'])('GET %s: 400 naming `from`, the parameter the caller sent', async (route) => {
+    for (const query of ['from=2026-10-02&to=2026-10-01', 'from=2026-10-01T21:13Z&to=2026-10-01T21:12Z', 'from=2026-10-01T21:12:05.5Z&to=2026-10-01T21:12:05.4Z']) {
+      const res = await get(`${route}?${query}`, roles.cookieOf.owner);
+      expect(res.statusCode, `${query}: ${res.body}`).toBe(400);
+      const body = res.json() as ErrorBody;
+      expect(body.error).toMatchObject({ code: 'invalid_request', message: 'Invalid querystring field "from": must not be after "to"', details: { field: 'from', in: 'querystring' } });
+      expect(res.body).not.toContain('filter.');
+    }
+  });
+
+  it.each(['/api/audit', '/api/audit/export'])('GET %s: a value Date.parse takes but ISO 8601 does not is refused at the gateway, naming it', async (route) => {
+    const res = await get(`${route}?from=${encodeURIComponent('2026-10-01T10:00:00 GMT')}`, roles.cookieOf.owner);
+    expect(res.statusCode, res.body).toBe(400);
+    expect((res.json() as ErrorBody).error.details).toEqual({ field: 'from', in: 'querystring' });
+  });
+
+  it.each(['/api/audit', '/api/audit/export', '/api/dashboard/stats'])('GET %s: from = to at minute precision is one whole minute, a valid range (then 503: no audit service)', async (route) => {
+    const res = await get(`${route}?from=2026-10-01T21:12Z&to=2026-10-01T21:12Z`, roles.cookieOf.owner);
+    expect(res.statusCode, res.body).toBe(503);
+  });
+});
+
 describe('member-stats for one agent', () => {
   it('answers 404 for an agent the caller cannot see, the same as for one that does not exist', async () => {
     for (const actor of ['outsider', 'pending', 'rejected'] as const) {

@@ -1,32 +1,48 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { and, eq } from 'drizzle-orm';
-import { schema, type AuditEntryMsg, type AuditFilterMsg, type Database } from '@portcullis/core';
+import { parseAuditBound, type AuditEntryMsg, type AuditFilterMsg, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import { exportBody } from '../clients/export-body.ts';
+import { auditScopeOf } from '../modules/audit/audit-scope.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
 
-const isoDate = z.string().max(40).refine((v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d{2}-\d{2}/.test(v), 'must be an ISO 8601 date');
+/** `from` / `to`: ISO 8601 as the audit service reads it (`parseAuditBound`, inclusive at the precision written). */
+export const auditBound = z.string().max(40).refine((v) => parseAuditBound(v, 'from') !== undefined, 'must be an ISO 8601 date or date-time');
 const shortText = z.string().max(200);
 
-/** The query parameters of GET /api/audit, exactly as the interface specification lists them. */
-export const auditQuerySchema = z.strictObject({
-  from: isoDate.optional(),
-  to: isoDate.optional(),
+/** The filter parameters of GET /api/audit, shared by the export. */
+const filterShape = {
+  from: auditBound.optional(),
+  to: auditBound.optional(),
   agent: shortText.optional(),
   service: shortText.optional(),
   tool: shortText.optional(),
   result: z.enum(['ALLOW', 'DENY']).optional(),
   member: shortText.optional(),
   policy: shortText.optional(),
+};
+export type AuditFilterQuery = z.output<z.ZodObject<typeof filterShape>>;
+
+/**
+ * A range that ends before it starts is 400 `invalid_request` on `from` — the query parameter
+ * the caller sent, as on the live stream — before any service is asked (issue 15).
+ */
+export function withOrderedRange<T extends z.ZodObject<{ from: z.ZodOptional<typeof auditBound>; to: z.ZodOptional<typeof auditBound> }>>(schema: T): T {
+  return schema.superRefine((q: { from?: string | undefined; to?: string | undefined }, ctx) => {
+    if (q.from === undefined || q.to === undefined) return;
+    const from = parseAuditBound(q.from, 'from'), to = parseAuditBound(q.to, 'to');
+    if (from !== undefined && to !== undefined && from > to) ctx.addIssue({ code: 'custom', path: ['from'], message: 'must not be after "to"' });
+  });
+}
+
+/** The query parameters of GET /api/audit, exactly as the interface specification lists them. */
+export const auditQuerySchema = withOrderedRange(z.strictObject({
+  ...filterShape,
   limit: z.coerce.number().int().min(1).default(500).transform((n) => Math.min(n, 500)),
   offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
-});
-
-/** The filter fields of GET /api/audit, shared by the export. */
-export const auditFilterQuerySchema = auditQuerySchema.omit({ limit: true, offset: true });
+}));
 
 /** Most rows one paged export returns (the spec's "up to 500 per request"). */
 export const EXPORT_MAX_ROWS = 500;
@@ -37,42 +53,20 @@ export const EXPORT_MAX_ROWS = 500;
  * (`true`: every matching row after `offset`, `max` ignored) and `format` (`csv` | `ndjson`).
  * Decision 014.
  */
-export const auditExportQuerySchema = auditFilterQuerySchema.extend({
+export const auditExportQuerySchema = withOrderedRange(z.strictObject({
+  ...filterShape,
   max: z.coerce.number().int().min(1).max(EXPORT_MAX_ROWS).default(EXPORT_MAX_ROWS),
   offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
   exportAll: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
   format: z.enum(['csv', 'ndjson']).default('csv'),
-});
+}));
 
 /** The wire filter for `agentIds` and the REST filter fields (absent = empty = not set). */
-export function auditFilterOf(agentIds: string[], q: z.output<typeof auditFilterQuerySchema>): AuditFilterMsg {
+export function auditFilterOf(agentIds: string[], q: AuditFilterQuery): AuditFilterMsg {
   return {
     agentIds, from: q.from ?? '', to: q.to ?? '', agent: q.agent ?? '', service: q.service ?? '', tool: q.tool ?? '',
     result: q.result ?? '', member: q.member ?? '', policy: q.policy ?? '',
   };
-}
-
-/** An agent whose audit data a user may read, with the user's role on it and the agent's type. */
-export interface VisibleAgent {
-  agentId: string;
-  role: 'owner' | 'member';
-  type: 'standard' | 'trusted';
-}
-
-/** The agents a user may read audit data of (owned or approved member), with role and type. */
-export async function visibleAgents(db: Database, userId: string): Promise<VisibleAgent[]> {
-  return db.select({ agentId: schema.members.agentId, role: schema.members.role, type: schema.agents.type })
-    .from(schema.members)
-    .innerJoin(schema.agents, eq(schema.agents.id, schema.members.agentId))
-    .where(and(eq(schema.members.userId, userId), eq(schema.members.status, 'approved')));
-}
-
-/**
- * The spec: "For a trusted agent, exports for non-owner members redact policy identities."
- * Those are the trusted agents the caller sees without being an owner.
- */
-export function policyRedactedAgentIds(agents: readonly VisibleAgent[]): string[] {
-  return agents.filter((a) => a.type === 'trusted' && a.role !== 'owner').map((a) => a.agentId);
 }
 
 /** `portcullis-audit-20261124-071348.csv`: UTC, no characters that need quoting. */
@@ -82,13 +76,6 @@ function exportFileName(format: 'csv' | 'ndjson', now: Date): string {
 }
 
 const EXPORT_CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', ndjson: 'application/x-ndjson' } as const;
-
-/** The agents whose audit data a user may read: those they own or are an approved member of. */
-export async function visibleAgentIds(db: Database, userId: string): Promise<string[]> {
-  const rows = await db.select({ agentId: schema.members.agentId }).from(schema.members)
-    .where(and(eq(schema.members.userId, userId), eq(schema.members.status, 'approved')));
-  return rows.map((r) => r.agentId);
-}
 
 /** An audit entry as the REST API shows it: the spec's fields, plus `user`. */
 export function toApiEntry(e: AuditEntryMsg) {
@@ -122,12 +109,19 @@ function safeJson(text: string): Record<string, unknown> {
   try { return JSON.parse(text || '{}') as Record<string, unknown>; } catch { return {}; }
 }
 
+/**
+ * GET /api/audit, its export and its member list, over the caller's `AuditScope` (agents owned
+ * or approved member of, and deleted agents they owned; policy identities hidden where the
+ * scope says so — decisions 014, 022, 023).
+ */
 export async function auditRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: AuditClient }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.get('/api/audit', { schema: { tags: ['audit'], querystring: auditQuerySchema }, onRequest: requireUser(options.auth) }, async (request) => {
     const q = request.query;
-    const agentIds = await visibleAgentIds(options.db, request.user!.id);
-    const { entries, total } = await options.audit.query({ filter: auditFilterOf(agentIds, q), limit: q.limit, offset: q.offset });
+    const scope = await auditScopeOf(options.db, request.user!.id);
+    const { entries, total } = await options.audit.query({
+      filter: auditFilterOf(scope.agentIds, q), limit: q.limit, offset: q.offset, redactPolicyAgentIds: scope.redactPolicyAgentIds,
+    });
     return { entries: entries.map(toApiEntry), total: Number(total) };
   });
 
@@ -141,13 +135,13 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Datab
     onRequest: requireUser(options.auth),
   }, async (request, reply) => {
     const q = request.query;
-    const agents = await visibleAgents(options.db, request.user!.id);
+    const scope = await auditScopeOf(options.db, request.user!.id);
     const call = options.audit.export({
-      filter: auditFilterOf(agents.map((a) => a.agentId), q),
+      filter: auditFilterOf(scope.agentIds, q),
       limit: q.exportAll ? 0 : q.max,
       offset: q.offset,
       format: q.format,
-      redactPolicyAgentIds: policyRedactedAgentIds(agents),
+      redactPolicyAgentIds: scope.redactPolicyAgentIds,
     });
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) call.cancel(); });
     const body = await exportBody(call);
@@ -163,7 +157,7 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Datab
     schema: { tags: ['audit'], querystring: z.strictObject({}), description: 'Member identities appearing in the caller\'s audit data, for filter dropdowns.' },
     onRequest: requireUser(options.auth),
   }, async (request) => {
-    const agentIds = await visibleAgentIds(options.db, request.user!.id);
+    const { agentIds } = await auditScopeOf(options.db, request.user!.id);
     const { members } = await options.audit.members({ agentIds });
     return { members: members.map((m) => ({ memberId: m.memberId, memberName: m.memberName })) };
   });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
-import { schema, toAuditEntryMsg, type AuditEntry } from '@portcullis/core';
+import { redactPolicyIdentities, schema, toAuditEntryMsg, type AuditEntry } from '@portcullis/core';
 import { createApiHarness, openSseStream, signInRoleActors, type ApiHarness, type RoleActors, type SseEvent, type SseStream } from '../testing/index.ts';
 import { toApiEntry } from './audit-router.ts';
 
@@ -142,6 +142,9 @@ describe('GET /api/audit/stream (in-process bus)', () => {
       { query: `policy=${P1}`, expected: [1], sentinel: { agentId: devops, policyDbIds: [randomUUID(), P1] } },
       { query: 'from=2026-10-01&to=2026-10-01', expected: [4, 5], sentinel: { agentId: devops, timestamp: '2026-10-01T12:00:00+02:00' } },
       { query: 'from=2026-10-01T23:59:59.999Z', expected: [0, 1, 2, 3, 5, 6], sentinel: { agentId: devops } },
+      // `to` is inclusive at the precision written: a minute is the whole minute (decision 003).
+      { query: 'from=2026-10-01T23:59Z&to=2026-10-01T23:59Z', expected: [5], sentinel: { agentId: devops, timestamp: '2026-10-01T23:59:00.000Z' } },
+      { query: 'to=2026-10-01T23:59:59Z', expected: [4, 5], sentinel: { agentId: devops, timestamp: '2026-10-01T23:59:59.000Z' } },
       { query: `service=github&result=ALLOW&member=${M1}`, expected: [0, 4, 5, 6], sentinel: { agentId: support } },
     ];
     for (const c of cases) {
@@ -183,6 +186,39 @@ describe('GET /api/audit/stream (in-process bus)', () => {
     expect(entriesOf(streams.pending).map((e) => e.id)).toEqual([pendingOwn.id]);
     expect(entriesOf(streams.rejected).map((e) => e.id)).toEqual([rejectedOwn.id]);
     for (const s of Object.values(streams)) s.close();
+  });
+
+  it('shows a trusted agent\'s entries to its non-owner members without policy identities, and no policy filter matches them (decision 022)', async () => {
+    const trusted = await actors.agentWithMembers({ name: 'Trusted Ops', type: 'trusted' });
+    const P9 = randomUUID(), V9 = randomUUID();
+    const ownerStream = await stream(actors.cookieOf.owner, '?agent=trusted');
+    const memberStream = await stream(actors.cookieOf.member);
+    const memberByPolicy = await stream(actors.cookieOf.member, `?policy=${P9}`);
+    const matched = {
+      decision: 'DENY' as const, reason: 'Denied by policy "Night freeze"', matchedPolicyIds: ['night-freeze'], matchedPolicyNames: ['Night freeze'],
+      policyDbIds: [P9], policyVersionIds: [V9],
+    };
+    const generated = makeEntry({ agentId: trusted, agentName: 'Trusted Ops', ...matched });
+    const ownersMessage = makeEntry({ agentId: trusted, agentName: 'Trusted Ops', ...matched, reason: 'Ask the owner first' });
+    // The same policy identities on a standard agent: the member sees them whole there.
+    const onStandard = at(support, matched);
+    await publish(generated, ownersMessage, onStandard);
+    // Entries reach a stream in publish order: once the last has arrived, the others were decided.
+    await memberStream.waitFor(idIs(onStandard.id));
+    await memberByPolicy.waitFor(idIs(onStandard.id));
+    await ownerStream.waitFor(idIs(ownersMessage.id));
+    const data = (s: SseStream, id: string) => JSON.parse(s.events.find(idIs(id))!.data) as Record<string, unknown>;
+
+    expect(data(memberStream, generated.id)).toEqual(toApiEntry(toAuditEntryMsg(redactPolicyIdentities(generated))));
+    expect(data(memberStream, generated.id)).toMatchObject({ reason: 'Denied by policy', matchedPolicyIds: [], matchedPolicyNames: [], policyVersionIds: [] });
+    expect(data(memberStream, ownersMessage.id)).toMatchObject({ reason: 'Ask the owner first', matchedPolicyIds: [] });
+    expect(data(memberStream, onStandard.id)).toMatchObject({ reason: 'Denied by policy "Night freeze"', matchedPolicyIds: ['night-freeze'] });
+    const trustedFrames = memberStream.events.filter((e) => e.id === generated.id || e.id === ownersMessage.id).map((e) => e.data).join('\n');
+    for (const secret of ['night-freeze', 'Night freeze', P9, V9]) expect(trustedFrames).not.toContain(secret);
+    expect(entriesOf(memberByPolicy).map((e) => e.id)).toEqual([onStandard.id]);
+    // The owner sees everything.
+    expect(data(ownerStream, generated.id)).toEqual(toApiEntry(toAuditEntryMsg(generated)));
+    expect(entriesOf(ownerStream).map((e) => e.id)).toEqual([generated.id, ownersMessage.id]);
   });
 
   it('follows membership changes on open streams: an approved member starts, a removed member stops', async () => {

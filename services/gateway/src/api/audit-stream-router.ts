@@ -106,7 +106,8 @@ class SseResponse implements AuditStreamSink {
 
 /**
  * GET /api/audit/stream: server-sent events carrying each new audit entry the caller may see
- * (agents they own or are an approved member of) that passes GET /api/audit's filters, as
+ * (their `AuditScope`, with a trusted agent's policy identities hidden from its non-owner
+ * members — decision 022) that passes GET /api/audit's filters, as
  * `event: entry`, `id: <entry id>`, `data: <the entry as GET /api/audit shows it>`. A comment
  * line every `tickMs` keeps proxies from closing an idle stream; the server ends a stream with
  * `event: end` (`data: {reason, message}`). Nothing is replayed: a client that reconnects

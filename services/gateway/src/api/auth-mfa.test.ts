@@ -95,11 +95,11 @@ describe('TOTP MFA', () => {
 
     // Replaying the enrolment code (its time step is spent) is refused, and so is a wrong code.
     const replay = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: enrolmentCode } });
-    expect(replay.statusCode).toBe(401);
-    expect(replay.json()).toMatchObject({ error: { code: 'unauthenticated', details: { reason: 'mfa_code_invalid' } } });
+    expect(replay.statusCode).toBe(400);
+    expect(replay.json()).toMatchObject({ error: { code: 'invalid_request', details: { field: 'code', reason: 'mfa_code_invalid' } } });
     const before = await userRow(h, 'mfa-bob@example.com');
     const wrong = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: wrongCode(await totp(secret, 1)) } });
-    expect(wrong.statusCode).toBe(401);
+    expect(wrong.statusCode).toBe(400);
     expect(await userRow(h, 'mfa-bob@example.com')).toEqual(before);
     expect(await status(h, cookie)).toMatchObject({ mfa: { satisfied: false } });
 
@@ -113,8 +113,22 @@ describe('TOTP MFA', () => {
     // The same code cannot satisfy another session.
     const third = await h.signIn('mfa-bob@example.com');
     const replayed = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie: third, payload: { code: next } });
-    expect(replayed.statusCode).toBe(401);
+    expect(replayed.statusCode).toBe(400);
     expect(await status(h, third)).toMatchObject({ mfa: { satisfied: false } });
+  });
+
+  it('answers a wrong code on a live session with 400 invalid_request, not a 401 that reads as signed out', async () => {
+    const { cookie, secret } = await enrol(h, 'mfa-live@example.com');
+    // The session has passed MFA; re-enrolment with a mistyped code must not look like a sign-out.
+    await h.request({ method: 'POST', url: '/api/auth/mfa/setup', cookie });
+    const typo = await h.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie, payload: { code: wrongCode(await totp(secret)) } });
+    expect(typo.statusCode).toBe(400);
+    expect(typo.json()).toMatchObject({ error: { code: 'invalid_request', details: { reason: 'mfa_code_invalid' } } });
+    const challenge = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: wrongCode(await totp(secret, 1)) } });
+    expect(challenge.statusCode).toBe(400);
+    expect(challenge.json()).toMatchObject({ error: { code: 'invalid_request', details: { field: 'code', reason: 'mfa_code_invalid', attemptsLeft: 4 } } });
+    expect(await status(h, cookie)).toMatchObject({ authenticated: true, mfa: { enabled: true, satisfied: true } });
+    expect((await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie })).statusCode).toBe(200);
   });
 
   it('answers mfaRequired on sign-in for a user with MFA, and not for one without', async () => {
@@ -136,7 +150,8 @@ describe('TOTP MFA', () => {
 
     const second = await h.signIn('mfa-erin@example.com');
     const again = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie: second, payload: { backupCode: backupCodes[3]! } });
-    expect(again.statusCode).toBe(401);
+    expect(again.statusCode).toBe(400);
+    expect(again.json()).toMatchObject({ error: { code: 'invalid_request', details: { field: 'backupCode', reason: 'mfa_code_invalid' } } });
     expect(await status(h, second)).toMatchObject({ mfa: { satisfied: false } });
     const other = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie: second, payload: { backupCode: backupCodes[4]! } });
     expect(other.statusCode).toBe(200);
@@ -144,7 +159,7 @@ describe('TOTP MFA', () => {
     // Another user's backup code is worthless here.
     const { backupCodes: foreign } = await enrol(h, 'mfa-frank@example.com');
     const third = await h.signIn('mfa-erin@example.com');
-    expect((await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie: third, payload: { backupCode: foreign[0]! } })).statusCode).toBe(401);
+    expect((await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie: third, payload: { backupCode: foreign[0]! } })).statusCode).toBe(400);
   });
 
   it('ends the session after five wrong codes; the right code cannot revive it', async () => {
@@ -153,8 +168,9 @@ describe('TOTP MFA', () => {
     const bad = wrongCode(await totp(secret, 1));
     for (let i = 1; i <= 4; i++) {
       const res = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: bad } });
-      expect(res.statusCode).toBe(401);
-      expect(res.json()).toMatchObject({ error: { details: { reason: 'mfa_code_invalid', attemptsLeft: 5 - i } } });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ error: { code: 'invalid_request', details: { reason: 'mfa_code_invalid', attemptsLeft: 5 - i } } });
+      expect(await status(h, cookie)).toMatchObject({ authenticated: true }); // still signed in until the last attempt
     }
     // The count lives on the session row, so every gateway replica sees the same four failures.
     const counts = await h.db.select({ n: schema.dashboardSessions.mfaFailedAttempts }).from(schema.dashboardSessions)
@@ -174,8 +190,8 @@ describe('TOTP MFA', () => {
     const cookie = await h.signIn('mfa-hal@example.com');
     const { secret } = (await h.request({ method: 'POST', url: '/api/auth/mfa/setup', cookie })).json() as { secret: string };
     const res = await h.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie, payload: { code: wrongCode(await totp(secret)) } });
-    expect(res.statusCode).toBe(401);
-    expect(res.json()).toMatchObject({ error: { code: 'unauthenticated' } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: { code: 'invalid_request', details: { field: 'code', reason: 'mfa_code_invalid' } } });
     const row = await userRow(h, 'mfa-hal@example.com');
     expect(row).toMatchObject({ mfaEnabled: false, mfaSecretSealed: null });
     expect(await h.db.select().from(schema.mfaBackupCodes).where(eq(schema.mfaBackupCodes.userId, row.id))).toHaveLength(0);

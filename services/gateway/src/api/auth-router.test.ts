@@ -1,5 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
+import { schema } from '@portcullis/core';
 import { createApiHarness, latestMail, readOutbox, type ApiHarness } from '../testing/index.ts';
+
+type Response = Awaited<ReturnType<ApiHarness['request']>>;
+
+/** Every Set-Cookie line of a response. */
+const setCookies = (res: Response): string[] => {
+  const header = res.headers['set-cookie'];
+  return header === undefined ? [] : Array.isArray(header) ? header : [String(header)];
+};
+/** The `portcullis_sign_in=…` pair a magic-link answer set (what a browser would send back). */
+const signInCookieOf = (res: Response): string => {
+  const line = setCookies(res).find((c) => c.startsWith('portcullis_sign_in='));
+  if (!line) throw new Error(`no sign-in cookie in ${JSON.stringify(res.headers['set-cookie'])}`);
+  return line.split(';')[0]!;
+};
 
 describe('auth routes', () => {
   let h: ApiHarness;
@@ -20,10 +36,11 @@ describe('auth routes', () => {
     const res = await h.request({ method: 'POST', url: '/api/auth/magic-link', payload: { email: 'nobody@example.com' } });
     expect(res.statusCode).toBe(202);
     expect(res.json()).toEqual({ sent: true });
+    const browser = signInCookieOf(res);
     const { link } = latestMail(h.outboxDir, 'nobody@example.com');
     const token = new URL(link).searchParams.get('token')!;
-    expect((await h.request({ method: 'POST', url: '/api/auth/verify', payload: { token } })).statusCode).toBe(200);
-    expect((await h.request({ method: 'POST', url: '/api/auth/verify', payload: { token } })).statusCode).toBe(401);
+    expect((await h.request({ method: 'POST', url: '/api/auth/verify', payload: { token }, cookie: browser })).statusCode).toBe(200);
+    expect((await h.request({ method: 'POST', url: '/api/auth/verify', payload: { token }, cookie: browser })).statusCode).toBe(401);
   });
 
   it('refuses a wrong code, a reused code, and locks a code after repeated wrong guesses', async () => {
@@ -88,6 +105,79 @@ describe('auth routes', () => {
       '/api/agents/{id}/members/{memberId}/key/reset-lost', '/api/agents/{id}/members/{memberId}/connections',
       '/api/connectors/meta', '/api/tools/catalog', '/api/agents/{id}/services/credentials', '/api/agents/{id}/services/{service}/credentials',
     ]));
+  });
+});
+
+describe('sign-in link bound to the browser that asked for it (login CSRF)', () => {
+  let h: ApiHarness;
+  beforeAll(async () => { h = await createApiHarness(); });
+  afterAll(async () => { await h?.close(); });
+
+  const requestLink = async (email: string, cookie?: string) => {
+    const res = await h.request({ method: 'POST', url: '/api/auth/magic-link', payload: { email }, ...(cookie ? { cookie } : {}) });
+    expect(res.statusCode).toBe(202);
+    const token = new URL(latestMail(h.outboxDir, email).link).searchParams.get('token')!;
+    return { res, token, browser: signInCookieOf(res) };
+  };
+  const exchange = (token: string, cookie?: string) =>
+    h.request({ method: 'POST', url: '/api/auth/verify', payload: { token }, ...(cookie ? { cookie } : {}) });
+  const sessionCount = async (email: string) => (await h.db.select({ id: schema.dashboardSessions.id }).from(schema.dashboardSessions)
+    .innerJoin(schema.users, eq(schema.users.id, schema.dashboardSessions.userId)).where(eq(schema.users.email, email))).length;
+
+  it('sets a short-lived HttpOnly, SameSite=Lax nonce cookie scoped to the sign-in routes', async () => {
+    const { res } = await requestLink('cookie-shape@example.com');
+    const line = setCookies(res).find((c) => c.startsWith('portcullis_sign_in='))!;
+    expect(line).toMatch(/^portcullis_sign_in=[A-Za-z0-9_-]{43};/);
+    expect(line).toMatch(/; HttpOnly/);
+    expect(line).toMatch(/; SameSite=Lax/);
+    expect(line).toMatch(/; Path=\/api\/auth/);
+    expect(line).toMatch(/; Max-Age=600/);
+  });
+
+  it('an attacker\'s link opened in another browser creates no session there; it still works where it was asked for', async () => {
+    const attacker = await requestLink('attacker@example.com');
+    const victimBrowser = (await requestLink('victim@example.com')).browser; // the victim signed in (or tried) before
+
+    for (const cookie of [undefined, victimBrowser, 'portcullis_sign_in=not-a-nonce']) {
+      const res = await exchange(attacker.token, cookie);
+      expect(res.statusCode).toBe(403);
+      expect(res.json()).toMatchObject({ error: { code: 'forbidden', details: { reason: 'link_other_browser' }, requestId: expect.any(String) } });
+      expect(res.json().error.message).toMatch(/code/);
+      expect(setCookies(res).some((c) => c.startsWith('portcullis_session='))).toBe(false);
+    }
+    expect(await sessionCount('attacker@example.com')).toBe(0);
+
+    // In the browser that asked, the link signs in once, and the nonce cookie is cleared.
+    const ok = await exchange(attacker.token, attacker.browser);
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toMatchObject({ user: { email: 'attacker@example.com' } });
+    expect(setCookies(ok).some((c) => c.startsWith('portcullis_session='))).toBe(true);
+    expect(setCookies(ok).find((c) => c.startsWith('portcullis_sign_in='))).toMatch(/Expires=Thu, 01 Jan 1970/);
+    expect((await exchange(attacker.token, attacker.browser)).statusCode).toBe(401);
+    expect(await sessionCount('attacker@example.com')).toBe(1);
+  });
+
+  it('keeps one nonce per browser, so every link that browser asked for works there', async () => {
+    const first = await requestLink('twice@example.com');
+    const second = await requestLink('twice@example.com', first.browser);
+    expect(second.browser).toBe(first.browser);
+    expect(second.token).not.toBe(first.token);
+    expect((await exchange(first.token, first.browser)).statusCode).toBe(200);
+  });
+
+  it('answers a used or unknown link with the same 401, cookie or not', async () => {
+    const { token, browser } = await requestLink('dead@example.com');
+    expect((await exchange(token, browser)).statusCode).toBe(200);
+    expect((await exchange(token)).statusCode).toBe(401);
+    expect((await exchange('A'.repeat(43))).statusCode).toBe(401);
+  });
+
+  it('lets API automation (no cookie jar) sign in with the typed code', async () => {
+    await requestLink('robot@example.com');
+    const { code } = latestMail(h.outboxDir, 'robot@example.com');
+    const res = await h.request({ method: 'POST', url: '/api/auth/verify', payload: { email: 'robot@example.com', code } });
+    expect(res.statusCode).toBe(200);
+    expect(setCookies(res).map((c) => c.split('=')[0])).toEqual(['portcullis_session']);
   });
 });
 

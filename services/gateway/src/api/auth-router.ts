@@ -1,8 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { normaliseEmail, type AuthService } from '../modules/auth/auth-service.ts';
-import { requireUser, SESSION_COOKIE } from '../plugins/session-auth.ts';
+import { requireUser, SESSION_COOKIE, SIGN_IN_COOKIE } from '../plugins/session-auth.ts';
 import { createLimiters, type AuthRateLimits } from '../plugins/rate-limits.ts';
 
 const email = z.string().trim().max(320).email();
@@ -17,6 +18,16 @@ const mfaVerifyBody = z.union([
   z.strictObject({ code: totpCode }),
   z.strictObject({ backupCode: z.string().trim().min(8).max(32) }),
 ]);
+
+/** The sign-in nonce: 256 random bits, base64url. Anything else in the cookie is ignored. */
+const NONCE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+/** As long as a code or link lives (10 minutes). */
+const SIGN_IN_COOKIE_MAX_AGE_SECONDS = 10 * 60;
+
+function signInNonceOf(request: FastifyRequest): string | undefined {
+  const nonce = request.cookies[SIGN_IN_COOKIE];
+  return nonce && NONCE_PATTERN.test(nonce) ? nonce : undefined;
+}
 
 /**
  * Sign-in by e-mail code or link, session status, logout, and the MFA operations (setup,
@@ -34,19 +45,32 @@ export async function authRoutes(fastify: FastifyInstance, options: { auth: Auth
   const verifyPerIp = limiter(rateLimits.verifyPerIp, 'sign-in attempts from this address');
   const mfaPerIp = limiter(rateLimits.mfaPerIp, 'MFA attempts from this address');
   const sessionEvenIfMfaPending = requireUser(auth, { allowMfaPending: true });
+  const signInCookie = { path: '/api/auth', httpOnly: true, sameSite: 'lax', secure: options.secureCookies } as const;
+
+  /**
+   * The browser's sign-in nonce: the one its cookie already holds (so every link this browser
+   * asked for keeps working), else a new one; the cookie is (re)set for the link's lifetime.
+   */
+  function bindBrowser(request: FastifyRequest, reply: FastifyReply): string {
+    const nonce = signInNonceOf(request) ?? randomBytes(32).toString('base64url');
+    reply.setCookie(SIGN_IN_COOKIE, nonce, { ...signInCookie, maxAge: SIGN_IN_COOKIE_MAX_AGE_SECONDS });
+    return nonce;
+  }
 
   app.post('/api/auth/magic-link', {
     schema: { tags: ['auth'], body: magicLinkBody }, onRequest: magicLinkPerIp, preHandler: magicLinkPerAddress,
   }, async (request, reply) => {
-    await auth.requestSignIn(request.body.email, request.ip);
+    await auth.requestSignIn(request.body.email, request.ip, bindBrowser(request, reply));
     return reply.code(202).send({ sent: true });
   });
 
   app.post('/api/auth/verify', { schema: { tags: ['auth'], body: verifyBody }, onRequest: verifyPerIp }, async (request, reply) => {
-    const session = await auth.verify(request.body, { ip: request.ip, userAgent: request.headers['user-agent'] });
+    const browserNonce = signInNonceOf(request);
+    const session = await auth.verify(request.body, { ip: request.ip, userAgent: request.headers['user-agent'], browserNonce });
     reply.setCookie(SESSION_COOKIE, session.token, {
       path: '/', httpOnly: true, sameSite: 'lax', secure: options.secureCookies, maxAge: Math.floor(options.sessionMaxMs / 1000),
     });
+    if (request.cookies[SIGN_IN_COOKIE] !== undefined) reply.clearCookie(SIGN_IN_COOKIE, signInCookie);
     return { user: session.user, mfaRequired: session.mfaRequired };
   });
 

@@ -13,7 +13,7 @@ const WEBHOOK_SECRET_SERVICES = ['slack', 'linear', 'stripe', 'huggingface'];
 interface MetaEntry { key: string; label: string; oauth: string; webhookSecret: boolean; entityTypes: string[]; toolCount: number; tierCounts: { read: number; write: number; destructive: number } }
 interface CatalogTool { name: string; description: string; inputSchema: unknown }
 interface CatalogService { service: string; label: string; tools: Record<'read' | 'write' | 'destructive', CatalogTool[]> }
-interface CredentialsEntry { service: string; configured: true; clientId: string; hasWebhookSecret: boolean; updatedAt: string }
+interface CredentialsEntry { service: string; configured: boolean; clientId: string | null; hasWebhookSecret: boolean; updatedAt: string }
 
 let h: ApiHarness;
 let owner: string;
@@ -181,12 +181,14 @@ describe('credentials', () => {
     const [ownerRow] = await h.db.select({ userId: schema.members.userId }).from(schema.members).where(eq(schema.members.agentId, agentId));
     const user = { id: ownerRow!.userId, email: 'cred-owner@example.com' };
     await service.put(agentId, user, 'linear', { clientId: 'lin-id', clientSecret: 'lin-secret', webhookSecret: 'lin-hook' });
-    expect(await service.open(agentId, 'linear')).toEqual({ clientId: 'lin-id', clientSecret: 'lin-secret', webhookSecret: 'lin-hook' });
+    expect(await service.open(agentId, 'linear')).toEqual({ clientId: 'lin-id', clientSecret: 'lin-secret' });
+    expect(await service.webhookSecretOf(agentId, 'linear')).toBe('lin-hook');
     expect(await service.open(agentId, 'github')).toBeUndefined();
+    expect(await service.webhookSecretOf(agentId, 'github')).toBeNull();
     const [row] = await rowsOf(agentId);
-    expect(() => openWithSecret(secret, WEBHOOK_SECRET_LABEL, row!.clientSecretSealed)).toThrow();
+    expect(() => openWithSecret(secret, WEBHOOK_SECRET_LABEL, row!.clientSecretSealed!)).toThrow();
     expect(() => openWithSecret(secret, CLIENT_SECRET_LABEL, row!.webhookSecretSealed!)).toThrow();
-    expect(() => openWithSecret('another-secret', CLIENT_SECRET_LABEL, row!.clientSecretSealed)).toThrow();
+    expect(() => openWithSecret('another-secret', CLIENT_SECRET_LABEL, row!.clientSecretSealed!)).toThrow();
   });
 
   it('keeps a stored webhook secret on a PUT without one, and clears it on clearWebhookSecret', async () => {
@@ -204,6 +206,54 @@ describe('credentials', () => {
     // Clearing when nothing is stored is fine; so is a first PUT that clears.
     expect((await put(agentId, 'slack', { clientId: 'slack-id', clientSecret: 's5', clearWebhookSecret: true })).statusCode).toBe(200);
     expect((await put(agentId, 'linear', { clientId: 'lin', clientSecret: 'x', clearWebhookSecret: true })).json()).toEqual({ service: 'linear', configured: true, hasWebhookSecret: false });
+  });
+
+  it.each(WEBHOOK_SECRET_SERVICES)('%s takes webhookSecret and clearWebhookSecret without a client id and secret', async (service) => {
+    const secret = 'credentials-test-server-secret-0123456789';
+    const credentials = createCredentialsService({ db: h.db, secret });
+    const agentId = await freshAgent();
+
+    // The webhook secret alone: stored, and listed without an OAuth app.
+    const set = await put(agentId, service, { webhookSecret: `${service}-hook` });
+    expect(set.statusCode, set.body).toBe(200);
+    expect(set.json()).toEqual({ service, configured: false, hasWebhookSecret: true });
+    expect(await list(agentId)).toEqual([{ service, configured: false, clientId: null, hasWebhookSecret: true, updatedAt: expect.any(String) }]);
+    // Through the service (with its own server secret): the webhook endpoint reads the secret, the connect flow sees no app.
+    const direct = await freshAgent();
+    const [ownerRow] = await h.db.select({ userId: schema.members.userId }).from(schema.members).where(eq(schema.members.agentId, direct));
+    await credentials.put(direct, { id: ownerRow!.userId, email: 'cred-owner@example.com' }, service, { webhookSecret: 'whsec_direct' });
+    expect(await credentials.webhookSecretOf(direct, service)).toBe('whsec_direct');
+    expect(await credentials.open(direct, service)).toBeUndefined();
+
+    // Adding the OAuth app later keeps the webhook secret; a webhook-only PUT keeps the app.
+    expect((await put(agentId, service, { clientId: `${service}-id`, clientSecret: 's' })).json()).toEqual({ service, configured: true, hasWebhookSecret: true });
+    expect((await put(agentId, service, { webhookSecret: `${service}-hook-2` })).json()).toEqual({ service, configured: true, hasWebhookSecret: true });
+    expect((await list(agentId))[0]).toMatchObject({ configured: true, clientId: `${service}-id`, hasWebhookSecret: true });
+
+    // clearWebhookSecret alone removes only the webhook secret…
+    expect((await put(agentId, service, { clearWebhookSecret: true })).json()).toEqual({ service, configured: true, hasWebhookSecret: false });
+    expect((await list(agentId))[0]).toMatchObject({ configured: true, clientId: `${service}-id`, hasWebhookSecret: false });
+
+    // …and on a row that held nothing else, leaves no row behind.
+    const other = await freshAgent();
+    await put(other, service, { webhookSecret: 'only-this' });
+    expect((await put(other, service, { clearWebhookSecret: true })).json()).toEqual({ service, configured: false, hasWebhookSecret: false });
+    expect(await rowsOf(other)).toEqual([]);
+    expect((await put(other, service, { clearWebhookSecret: true })).json()).toEqual({ service, configured: false, hasWebhookSecret: false });
+    expect(await rowsOf(other)).toEqual([]);
+  });
+
+  it.each([
+    ['a connector without webhooks', 'github', { webhookSecret: 'h' }, 'webhookSecret'],
+    ['an empty body', 'slack', {}, 'clientId'],
+    ['clientId without clientSecret', 'slack', { clientId: 'id', webhookSecret: 'h' }, 'clientSecret'],
+    ['clientSecret without clientId', 'stripe', { clientSecret: 's', clearWebhookSecret: true }, 'clientId'],
+  ])('refuses %s (400 naming the field) and stores nothing', async (_name, service, payload, field) => {
+    const agentId = await freshAgent();
+    const res = await put(agentId, service, payload);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().error).toMatchObject({ code: 'invalid_request', details: { field } });
+    expect(await rowsOf(agentId)).toEqual([]);
   });
 
   it('refuses webhookSecret together with clearWebhookSecret', async () => {

@@ -18,16 +18,24 @@ const credentialParams = z.strictObject({ id: uuid, service: serviceKey });
 
 /**
  * Secrets are taken verbatim (no trimming: whitespace may be part of one) and sealed, so
- * they may hold any character; the client id is stored as text and must be printable.
+ * they may hold any character; the client id is stored as text and must be printable. The
+ * OAuth app (`clientId` with `clientSecret`) and the webhook secret can be set apart: the four
+ * webhook connectors accept `webhookSecret` or `clearWebhookSecret` alone (decision 006).
  */
 const credentialsBody = z.strictObject({
-  clientId: z.string().trim().min(1, 'must not be empty').max(500).regex(NO_CONTROL_CHARS, 'must not contain control characters'),
-  clientSecret: z.string().min(1, 'must not be empty').max(2000),
+  clientId: z.string().trim().min(1, 'must not be empty').max(500).regex(NO_CONTROL_CHARS, 'must not contain control characters').optional(),
+  clientSecret: z.string().min(1, 'must not be empty').max(2000).optional(),
   webhookSecret: z.string().min(1, 'must not be empty').max(2000).optional(),
   clearWebhookSecret: z.literal(true).optional(),
 }).refine((b) => !(b.webhookSecret !== undefined && b.clearWebhookSecret), {
   message: 'give webhookSecret or clearWebhookSecret, not both',
   path: ['clearWebhookSecret'],
+}).refine((b) => b.clientSecret !== undefined || b.clientId === undefined, {
+  message: 'give clientSecret with clientId', path: ['clientSecret'],
+}).refine((b) => b.clientId !== undefined || b.clientSecret === undefined, {
+  message: 'give clientId with clientSecret', path: ['clientId'],
+}).refine((b) => b.clientId !== undefined || b.webhookSecret !== undefined || b.clearWebhookSecret !== undefined, {
+  message: 'give clientId and clientSecret, webhookSecret, or clearWebhookSecret', path: ['clientId'],
 });
 
 const catalogQuery = z.strictObject({ service: serviceKey.optional() });
@@ -64,10 +72,11 @@ const catalogSchema = z.object({
   total: z.number(),
 });
 
-const credentialsSetSchema = z.object({ service: z.string(), configured: z.literal(true), hasWebhookSecret: z.boolean() });
+/** `configured`: the OAuth app (client id and secret) is set. */
+const credentialsSetSchema = z.object({ service: z.string(), configured: z.boolean(), hasWebhookSecret: z.boolean() });
 /** Metadata only. The response schema is also a filter: no sealed value can leave. */
 const credentialsListSchema = z.object({
-  credentials: z.array(credentialsSetSchema.extend({ clientId: z.string(), updatedAt: z.string() })),
+  credentials: z.array(credentialsSetSchema.extend({ clientId: z.string().nullable(), updatedAt: z.string() })),
 });
 
 function countByTier(connector: Connector): Record<Tier, number> {
@@ -117,12 +126,12 @@ export async function connectorsRoutes(fastify: FastifyInstance, options: { db: 
   });
 
   app.get('/api/agents/:id/services/credentials', {
-    schema: { tags: ['connectors'], summary: 'Connectors with OAuth-app credentials configured (owner); never secrets', params: agentIdParams, response: { 200: credentialsListSchema } },
+    schema: { tags: ['connectors'], summary: 'Connectors with OAuth-app credentials or a webhook secret stored (owner); never secrets', params: agentIdParams, response: { 200: credentialsListSchema } },
     onRequest,
   }, async (request) => credentials.list(request.params.id, request.user!));
 
   app.put('/api/agents/:id/services/:service/credentials', {
-    schema: { tags: ['connectors'], summary: 'Set the agent\'s OAuth-app credentials for a connector (owner)', params: credentialParams, body: credentialsBody, response: { 200: credentialsSetSchema } },
+    schema: { tags: ['connectors'], summary: 'Set the agent\'s OAuth-app credentials and/or webhook secret for a connector (owner)', params: credentialParams, body: credentialsBody, response: { 200: credentialsSetSchema } },
     onRequest,
   }, async (request) => credentials.put(request.params.id, request.user!, request.params.service, request.body));
 

@@ -6,13 +6,14 @@ import { ApiError, schema, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
-import { auditQuerySchema, visibleAgentIds } from './audit-router.ts';
+import { auditScopeOf } from '../modules/audit/audit-scope.ts';
+import { auditBound, withOrderedRange } from './audit-router.ts';
 
-/** `from` / `to` exactly as GET /api/audit takes them (ISO 8601, inclusive). */
-const rangeShape = { from: auditQuerySchema.shape.from, to: auditQuerySchema.shape.to };
+/** `from` / `to` exactly as GET /api/audit takes them (ISO 8601, inclusive, `from` not after `to`). */
+const rangeShape = { from: auditBound.optional(), to: auditBound.optional() };
 
-export const dashboardStatsQuerySchema = z.strictObject(rangeShape);
-export const memberStatsQuerySchema = z.strictObject({ ...rangeShape, agentId: z.guid().optional() });
+export const dashboardStatsQuerySchema = withOrderedRange(z.strictObject(rangeShape));
+export const memberStatsQuerySchema = withOrderedRange(z.strictObject({ ...rangeShape, agentId: z.guid().optional() }));
 
 /** Policies (enabled and disabled) of the agents `userId` owns: members do not see policies (decision 012). */
 async function ownedPolicyCount(db: Database, userId: string): Promise<number> {
@@ -23,10 +24,10 @@ async function ownedPolicyCount(db: Database, userId: string): Promise<number> {
 }
 
 /**
- * The dashboard's counters (decision 014). Everything is scoped to the agents the caller may
- * see (owned or approved member), exactly like GET /api/audit:
+ * The dashboard's counters (decision 014). Everything is scoped to the caller's `AuditScope`
+ * (owned or approved member, and deleted agents they owned — decision 023), exactly like GET /api/audit:
  * - GET /api/dashboard/stats → `{calls, allowed, denied, agents, policies}`: call counters from
- *   the audit service within the optional range; `agents` the visible agents now; `policies`
+ *   the audit service within the optional range; `agents` the visible agents that exist now; `policies`
  *   the policies of the agents the caller owns now (the range does not apply to those two).
  * - GET /api/dashboard/member-stats → `{members:[{memberId, memberName, calls, allowed, denied,
  *   lastCallAt}]}`, most calls first; `agentId` narrows to one visible agent (another id is 404
@@ -40,12 +41,13 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
     onRequest: requireUser(options.auth),
   }, async (request) => {
     const userId = request.user!.id;
-    const agentIds = await visibleAgentIds(options.db, userId);
+    const scope = await auditScopeOf(options.db, userId);
     const [calls, policies] = await Promise.all([
-      options.audit.stats({ agentIds, from: request.query.from ?? '', to: request.query.to ?? '' }),
+      options.audit.stats({ agentIds: scope.agentIds, from: request.query.from ?? '', to: request.query.to ?? '' }),
       ownedPolicyCount(options.db, userId),
     ]);
-    return { calls: Number(calls.calls), allowed: Number(calls.allowed), denied: Number(calls.denied), agents: agentIds.length, policies };
+    const agents = scope.agentIds.length - scope.deletedAgentIds.length;
+    return { calls: Number(calls.calls), allowed: Number(calls.allowed), denied: Number(calls.denied), agents, policies };
   });
 
   app.get('/api/dashboard/member-stats', {
@@ -53,7 +55,7 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
     onRequest: requireUser(options.auth),
   }, async (request) => {
     const q = request.query;
-    let agentIds = await visibleAgentIds(options.db, request.user!.id);
+    let { agentIds } = await auditScopeOf(options.db, request.user!.id);
     if (q.agentId !== undefined) {
       if (!agentIds.includes(q.agentId)) throw new ApiError('not_found', 'Agent not found.');
       agentIds = [q.agentId];

@@ -194,6 +194,54 @@ describe('members router: who may do what', () => {
     expect(res.body).not.toContain('"sealedTokens"');
   });
 
+  describe('member records: owners see all; members see their own in full and only name, role and status of others (decision 028)', () => {
+    type Subject = 'owner' | 'approved' | 'other' | 'pending' | 'target' | 'rejected';
+    const SUBJECTS: Subject[] = ['owner', 'approved', 'other', 'pending', 'target', 'rejected'];
+    const FULL = ['id', 'userId', 'email', 'role', 'status', 'createdAt', 'approvedAt', 'key', 'connections'];
+    const SUMMARY = ['id', 'email', 'role', 'status'];
+    type Seen = 'full' | 'summary' | 'absent';
+    const sees = (viewer: 'owner' | 'approved' | 'other', subject: Subject): Seen => {
+      if (viewer === 'owner' || viewer === subject) return 'full';
+      return subject === 'rejected' ? 'absent' : 'summary';
+    };
+    const table = (['owner', 'approved', 'other'] as const).flatMap((viewer) => SUBJECTS.map((subject) => [viewer, subject, sees(viewer, subject)] as const));
+
+    let w: World;
+    const listed = new Map<string, Array<Record<string, unknown>>>();
+    beforeAll(async () => {
+      w = await newWorld();
+      for (const viewer of ['owner', 'approved', 'other'] as const) {
+        const res = await call('GET', `${on(w)}/members`, viewer);
+        expect(res.statusCode, res.body).toBe(200);
+        listed.set(viewer, (res.json() as { members: Array<Record<string, unknown>> }).members);
+      }
+    });
+
+    it.each(table)('GET /members as %s shows %s: %s', (viewer, subject, seen) => {
+      const record = listed.get(viewer)!.find((m) => m.id === w.memberIds[subject]);
+      if (seen === 'absent') return expect(record).toBeUndefined();
+      expect(Object.keys(record!).sort()).toEqual([...(seen === 'full' ? FULL : SUMMARY)].sort());
+    });
+
+    it('never shows another member\'s connection identity or key to a member, on any route', async () => {
+      const [key] = await h.db.select().from(memberKeys).where(eq(memberKeys.memberId, w.memberIds.approved!));
+      const otherViews = [
+        `${on(w)}/members`, `${on(w)}`, '/api/agents', `${on(w)}/onboarding`, `${approvedMember(w)}/connections`,
+      ];
+      for (const url of otherViews) {
+        const res = await call('GET', url, 'other');
+        expect(res.body, url).not.toContain('"login":"approved"');
+        expect(res.body, url).not.toContain(`"displaySuffix":"${key!.displaySuffix}"`);
+      }
+      // The member themself and the owner do see it.
+      for (const viewer of ['approved', 'owner'] as const) {
+        const res = await call('GET', `${on(w)}/members`, viewer);
+        expect(res.body).toContain('"login":"approved"');
+        expect(res.body).toContain(`"displaySuffix":"${key!.displaySuffix}"`);
+      }
+    });
+  });
+
   it('answers 404 to an owner addressing a member of another agent, for every member route', async () => {
     const mine = await newWorld();
     const theirs = await newWorld();

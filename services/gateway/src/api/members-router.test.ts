@@ -82,7 +82,8 @@ describe('members, invites and member keys', () => {
 
     const mail = latestMail(h.outboxDir, 'bob@example.com');
     expect(mail.link).toBe(body.url);
-    expect(mail.subject).toContain('Docs agent');
+    expect(mail.subject).toBe('owner@example.com invited you to an agent on Portcullis');
+    expect(mail.text).toContain('"Docs agent"');
     expect(mail.text).toContain(body.url);
     expect(mail.text).toContain('owner@example.com');
 

@@ -8,6 +8,7 @@ import { agentIdParams } from '../modules/agents/agent-access.ts';
 import { createKeyService } from '../modules/members/key-service.ts';
 import { createMemberService } from '../modules/members/member-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
+import { clientIpKey, createSharedLimiters, type AbuseRateLimits } from '../plugins/rate-limits.ts';
 
 const uuid = z.string().uuid('must be a UUID');
 const memberParams = z.strictObject({ id: uuid, memberId: uuid });
@@ -46,7 +47,13 @@ export const memberSchema = z.object({
   connections: z.array(z.object({ service: z.string(), identityInfo, status: connectionStatus })),
 });
 
-const memberListSchema = z.object({ members: z.array(memberSchema), total: z.number() });
+/**
+ * A member in the list. Owners get every record in full; a member gets their own in full and
+ * only `id`, `email`, `role` and `status` of the others (decision 028): the other fields are
+ * absent, not empty, so "hidden" never reads as "no key" or "no connections".
+ */
+const listedMemberSchema = memberSchema.partial({ userId: true, createdAt: true, approvedAt: true, key: true, connections: true });
+const memberListSchema = z.object({ members: z.array(listedMemberSchema), total: z.number() });
 const inviteSchema = z.object({ token: z.string(), url: z.string(), expiresAt: z.string() });
 const joinSchema = z.object({ memberId: z.string(), status: z.literal('pending') });
 const issuedKeySchema = z.object({ key: z.string(), keyId: z.string(), displaySuffix: z.string() });
@@ -63,6 +70,8 @@ export interface MembersRoutesOptions {
   /** The server secret; invite tokens are signed under a key derived from it. */
   secret: string;
   publicUrl: string;
+  /** Invites per inviting user and per client IP, shared by every replica (decision 026). */
+  limits: Pick<AbuseRateLimits, 'invitesPerUser' | 'invitesPerIp'>;
 }
 
 /**
@@ -77,10 +86,17 @@ export async function membersRoutes(fastify: FastifyInstance, options: MembersRo
   const keys = createKeyService(options);
   const onRequest = requireUser(options.auth);
   const tags = ['members'];
+  // Invites mail addresses a user types in: limited per user and per IP across all agents, so
+  // neither several agents nor several accounts multiply what one sender can mail.
+  const inviteLimits = createSharedLimiters({ db: options.db })(
+    { limit: options.limits.invitesPerUser, action: 'invite', what: 'invites sent by you', subjectOf: (request) => `user:${request.user!.id}` },
+    { limit: options.limits.invitesPerIp, action: 'invite-ip', what: 'invites sent from this address', subjectOf: clientIpKey },
+  );
 
   app.post('/api/agents/:id/invite', {
     schema: { tags, summary: 'Create a signed invite link, valid 7 days, and e-mail it (owner)', params: agentIdParams, body: inviteBody, response: { 201: inviteSchema } },
     onRequest,
+    preHandler: inviteLimits,
   }, async (request, reply) => reply.code(201).send(await memberService.invite(request.params.id, request.user!, request.body.email)));
 
   app.post('/api/agents/:id/join', {
@@ -89,7 +105,7 @@ export async function membersRoutes(fastify: FastifyInstance, options: MembersRo
   }, async (request) => memberService.join(request.params.id, request.user!, request.body.token));
 
   app.get('/api/agents/:id/members', {
-    schema: { tags, summary: 'List members with status (approved members and owners)', params: agentIdParams, querystring: memberListQuerySchema, response: { 200: memberListSchema } },
+    schema: { tags, summary: 'List members with status (approved members and owners; members see only name, role and status of others)', params: agentIdParams, querystring: memberListQuerySchema, response: { 200: memberListSchema } },
     onRequest,
   }, async (request) => memberService.list(request.params.id, request.user!, request.query));
 

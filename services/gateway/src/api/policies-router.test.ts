@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
-import { schema } from '@portcullis/core';
+import { getConnector, schema } from '@portcullis/core';
 import { createApiHarness, signInRoleActors, type ApiHarness, type RoleActors } from '../testing/index.ts';
 
 /**
@@ -69,10 +69,32 @@ describe('GET /api/agents/:id/policies', () => {
     expect(total).toBe(3);
     expect(keys({ policies })).toEqual(['gamma', 'beta', 'alpha']);
     expect(policies[0]).toEqual({
-      id: expect.any(String), policyKey: 'gamma', name: 'Gamma 100%', service: 'github', effect: 'forbid', tools: [], tiers: [],
+      // Neither tools nor tiers named: the policy covers every tool of the service.
+      id: expect.any(String), policyKey: 'gamma', name: 'Gamma 100%', service: 'github', effect: 'forbid', tools: getConnector('github')!.tools.map((t) => t.name), listedTools: [], tiers: [],
       principal: { type: 'all_members' }, conditions: {}, denyMessage: 'Not now', enabled: true, version: 1, currentVersionId: expect.any(String),
       triggerCount: null, lastTriggered: null, createdAt: '2026-01-03T00:00:00.000Z', updatedAt: expect.any(String),
     });
+  });
+
+  it('shows the tools a tier-based policy covers (tiers expanded, catalog order) beside the tiers and tools it was written with', async () => {
+    const agent = await roles.agentWithMembers({ name: 'Tiers' });
+    await seedPolicy(agent, { policyKey: 'tiers', tools: ['get_me'], tiers: ['destructive'] });
+    const res = await h.request({ method: 'GET', url: `/api/agents/${agent}/policies`, cookie: owner });
+    expect(res.statusCode, res.body).toBe(200);
+    const [policy] = res.json().policies;
+    const github = getConnector('github')!.tools;
+    expect(policy).toMatchObject({ listedTools: ['get_me'], tiers: ['destructive'] });
+    expect(policy.tools).toEqual(github.filter((t) => t.name === 'get_me' || t.tier === 'destructive').map((t) => t.name));
+    expect(policy.tools).toEqual(expect.arrayContaining(['get_me', 'delete_repository', 'delete_file']));
+  });
+
+  it('lists a stored policy whose pattern RE2 refuses (written before RE2), instead of failing', async () => {
+    const agent = await roles.agentWithMembers({ name: 'Legacy pattern' });
+    const conditions = { args: [{ path: 'owner', op: 'regex', pattern: '^(?!acme$)' }] };
+    await seedPolicy(agent, { policyKey: 'legacy', tools: ['list_branches'], conditions });
+    const res = await h.request({ method: 'GET', url: `/api/agents/${agent}/policies`, cookie: owner });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().policies[0]).toMatchObject({ policyKey: 'legacy', conditions });
   });
 
   it.each([
@@ -126,6 +148,10 @@ describe('refusals before anything is compiled or stored', () => {
     ['principal ids not uuids', { ...validBody, principal: { type: 'members', ids: ['bob'] } }, 'principal.ids.0'],
     ['principal id not a member of this agent', { ...validBody, principal: { type: 'members', ids: [randomUUID()] } }, 'principal.ids.0'],
     ['bad regex', { ...validBody, conditions: { args: [{ path: 'owner', op: 'regex', pattern: '(' }] } }, 'conditions.args.0.pattern'],
+    // RE2 runs patterns in linear time and has neither backreferences nor lookaround (decision 020).
+    ['a regex backreference', { ...validBody, conditions: { args: [{ path: 'owner', op: 'equals', value: 'acme' }, { path: 'repo', op: 'regex', pattern: '^(\\w)\\1' }] } }, 'conditions.args.1.pattern'],
+    ['a regex lookahead', { ...validBody, conditions: { args: [{ path: 'owner', op: 'regex', pattern: '^(?!acme$)' }] } }, 'conditions.args.0.pattern'],
+    ['a regex too large to run cheaply', { ...validBody, conditions: { args: [{ path: 'owner', op: 'regex', pattern: '[a-z]{1000}' }] } }, 'conditions.args.0.pattern'],
     ['bad time zone', { ...validBody, conditions: { timeWindow: { days: ['mon'], start: '09:00', end: '17:00', timeZone: 'Mars/Olympus' } } }, 'conditions.timeWindow.timeZone'],
     ['malformed time', { ...validBody, conditions: { timeWindow: { days: ['mon'], start: '9am', end: '17:00', timeZone: 'UTC' } } }, 'conditions.timeWindow.start'],
     // Unknown keys: the shared validation names the object holding them, the message names the key.
@@ -137,6 +163,7 @@ describe('refusals before anything is compiled or stored', () => {
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json()).toMatchObject({ error: { code: 'invalid_request', details: { field: expect.stringContaining(field) } } });
     if (field === 'conditions' || field === 'body') expect(res.json().error.message).toMatch(/moonPhase|priority/);
+    if (payload.conditions && JSON.stringify(payload.conditions).includes('regex')) expect(res.json().error.message).toMatch(/RE2|too complex/);
     const seeded = (await h.db.select().from(schema.policies).where(eq(schema.policies.agentId, agentId)))[0]!;
     const put = await h.request({ method: 'PUT', url: `/api/agents/${agentId}/policies/${seeded.id}`, payload, cookie: owner });
     expect(put.statusCode, put.body).toBe(400);

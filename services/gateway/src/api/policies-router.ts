@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { policyConditionsSchema, type Bus, type Database } from '@portcullis/core';
+import { storedPolicyConditionsSchema, type Bus, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import type { PolicyClient } from '../clients/policy-client.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
@@ -49,10 +49,11 @@ export const policySchema = z.object({
   name: z.string(),
   service: z.string(),
   effect: policyEffectSchema,
-  tools: z.array(z.string()),
-  tiers: z.array(policyTierSchema),
+  tools: z.array(z.string()).describe('Every tool the policy covers, tiers expanded'),
+  listedTools: z.array(z.string()).describe('The tools the policy names one by one, as written'),
+  tiers: z.array(policyTierSchema).describe('The tiers the policy names, as written'),
   principal: policyPrincipalSchema,
-  conditions: policyConditionsSchema,
+  conditions: storedPolicyConditionsSchema,
   denyMessage: z.string().nullable(),
   enabled: z.boolean(),
   version: z.number().nullable(),

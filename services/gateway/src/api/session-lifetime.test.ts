@@ -83,16 +83,17 @@ describe('TOTP time steps (injected clock)', () => {
     // Enrol with the previous step's code (drift −1): step T−1 is now spent.
     expect((await g.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie, payload: { code: await at(-1) } })).statusCode).toBe(200);
 
+    // A refused code answers 400 (the session stays signed in, decision 002).
     const s1 = await g.signIn('steps@example.com');
-    expect(await verify(s1, await at(-1))).toBe(401); // spent at enrolment
-    expect(await verify(s1, await at(2))).toBe(401); // two steps ahead: outside the drift
+    expect(await verify(s1, await at(-1))).toBe(400); // spent at enrolment
+    expect(await verify(s1, await at(2))).toBe(400); // two steps ahead: outside the drift
     expect(await verify(s1, await at(1))).toBe(200); // drift +1: step T+1 is now the last accepted
 
     const s2 = await g.signIn('steps@example.com');
-    expect(await verify(s2, await at(0))).toBe(401); // step T ≤ T+1: refused even though never used
-    expect(await verify(s2, await at(1))).toBe(401); // the same code again: replay
+    expect(await verify(s2, await at(0))).toBe(400); // step T ≤ T+1: refused even though never used
+    expect(await verify(s2, await at(1))).toBe(400); // the same code again: replay
     g.advance(60_000); // now step T+2
     expect(await verify(s2, await at(0))).toBe(200);
-    expect(await verify(await g.signIn('steps@example.com'), await at(0))).toBe(401);
+    expect(await verify(await g.signIn('steps@example.com'), await at(0))).toBe(400);
   });
 });

@@ -5,6 +5,7 @@ import { ApiError, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { agentIdParams, loadAgentAccess, requireOwner, type AgentAccess } from '../modules/agents/agent-access.ts';
+import { hidesPolicyIdentities } from '../modules/audit/audit-scope.ts';
 import type { SessionRegistry, ToolSessionView } from '../modules/sessions/session-registry.ts';
 import { requireUser } from '../plugins/session-auth.ts';
 
@@ -60,7 +61,10 @@ export async function sessionsRoutes(fastify: FastifyInstance, options: { db: Da
   }, async (request) => {
     const access = await loadAgentAccess(options.db, request.params.id, request.user!.id);
     const session = await visibleSession(access, request.params.sessionId);
-    const activity = await options.audit.sessionActivity({ agentId: access.agent.id, sessionId: session.id });
+    // A member of a trusted agent who is not its owner sees no policy identities (decision 022): `policies` is empty.
+    const activity = await options.audit.sessionActivity({
+      agentId: access.agent.id, sessionId: session.id, redactPolicyIdentities: hidesPolicyIdentities(access.agent.type, access.isOwner ? 'owner' : 'member'),
+    });
     return {
       session,
       calls: Number(activity.calls), allowed: Number(activity.allowed), denied: Number(activity.denied),

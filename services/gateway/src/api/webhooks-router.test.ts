@@ -90,6 +90,15 @@ describe('Slack', () => {
     expect(await harvestersOf(agentId)).toEqual([null]);
   });
 
+  it('a signed event whose JSON carries a NUL is refused with 400 and stores nothing', async () => {
+    const agentId = await agentWithSecrets();
+    const body = slackEvent({ type: 'channel_created', channel: { id: 'C0010', name: 'la\u0000unch', created: 1, creator: 'U0001' } });
+    const res = await deliver(agentId, 'slack', body, slackHeaders(body));
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: { code: 'invalid_request', details: { field: 'event.channel.name', in: 'body' } } });
+    expect(await entitiesOf(agentId, 'slack', 'channels')).toEqual([]);
+  });
+
   it('a rename keeps what the harvest knew; archive marks, delete removes; a name-less report of an unknown channel stores nothing', async () => {
     const agentId = await agentWithSecrets();
     const address = { agentId, service: 'slack', type: 'channels' };

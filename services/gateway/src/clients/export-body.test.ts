@@ -21,7 +21,7 @@ const scripts: Record<string, Script> = {
     call.end();
   },
   empty: (call) => { call.end(); },
-  invalid: (call) => { call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'filter.to is not a valid date' }); },
+  invalid: (call) => { call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'to must be an ISO 8601 date or date-time that exists, got "2026-02-30"' }); },
   stall: () => undefined,
   'fail-midway': (call) => {
     call.write({ data: Buffer.from('header\r\n') });
@@ -84,7 +84,7 @@ describe('exportBody', () => {
   it('rejects with the gRPC status when the call fails before the first chunk', async () => {
     const err = await exportBody(start('invalid')).then(() => undefined, (e: grpc.ServiceError) => e);
     expect(err?.code).toBe(grpc.status.INVALID_ARGUMENT);
-    expect(err?.details).toBe('filter.to is not a valid date');
+    expect(err?.details).toBe('to must be an ISO 8601 date or date-time that exists, got "2026-02-30"');
   });
 
   it('cancels the call and rejects when no first chunk arrives in time', async () => {

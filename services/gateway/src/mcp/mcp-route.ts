@@ -8,6 +8,7 @@ import type { SessionRegistry } from '../modules/sessions/session-registry.ts';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { buildMcpServer, callerAuthInfo } from './mcp-server.ts';
 import type { ToolCallService } from './tool-call-service.ts';
+import { createOriginCheck, type McpOriginPolicy } from './origin-guard.ts';
 
 /** JSON-RPC error codes used for protocol faults on `/mcp`. */
 export const JSONRPC_PARSE_ERROR = -32700;
@@ -42,8 +43,9 @@ function firstRequest(body: unknown): { method: string; id: unknown; name: strin
 }
 
 /**
- * `/mcp`: MCP Streamable HTTP for every connector on one endpoint. The member key is checked
- * before anything is parsed; a disabled agent gets 403 (and an audit entry) on every call.
+ * `/mcp`: MCP Streamable HTTP for every connector on one endpoint. `Origin` and `Host` are
+ * checked first (DNS rebinding, decision 024), then the member key, before anything is parsed;
+ * a disabled agent gets 403 (and an audit entry) on every call.
  *
  * Tool sessions live in the shared registry, not in this process: `initialize` records one
  * and answers its id; every later request (on any replica) is checked against the registry
@@ -57,7 +59,10 @@ export async function mcpRoutes(app: FastifyInstance, options: {
   toolCalls: ToolCallService;
   sessions: SessionRegistry;
   bodyLimit: number;
+  origins: McpOriginPolicy;
 }) {
+  const originRefusal = createOriginCheck(options.origins);
+
   // Transports still answering; closed at shutdown (preClose: an open stream would keep the server up).
   const open = new Set<StreamableHTTPServerTransport>();
   app.addHook('preClose', async () => {
@@ -70,6 +75,8 @@ export async function mcpRoutes(app: FastifyInstance, options: {
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_req, body, done) => done(null, body));
 
   app.addHook('onRequest', async (request, reply) => {
+    const refusal = originRefusal(request.headers);
+    if (refusal) return rpcError(reply, 403, JSONRPC_FORBIDDEN, refusal);
     const key = bearerOf(request);
     const context = key ? await options.resolver.resolve(key) : undefined;
     if (!context) {
@@ -95,7 +102,7 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     if (context.agentStatus === 'disabled') {
       const first = firstRequest(body);
       options.toolCalls.auditRefusedRequest(context, {
-        method: first.method || request.method, name: first.name, args: extractArgs(body),
+        method: first.method || `HTTP ${request.method}`, name: first.name, args: extractArgs(body),
         sessionId: headerOf(request, 'mcp-session-id'), callerIp: request.ip,
       }, 'Agent is disabled');
       return rpcError(reply, 403, JSONRPC_FORBIDDEN, 'This agent is disabled', first.id);
@@ -163,7 +170,8 @@ function initializeOf(body: unknown): { clientName: string; clientVersion: strin
   const init = (Array.isArray(body) ? body.find(isInitializeRequest) : isInitializeRequest(body) ? body : undefined) as
     { params: { protocolVersion: string; clientInfo: { name: string; version: string } } } | undefined;
   if (!init) return undefined;
-  const clip = (value: unknown) => (typeof value === 'string' ? value.slice(0, 200) : '');
+  // Stored in Postgres and shown in the dashboard: control characters (NUL cannot be stored) are dropped.
+  const clip = (value: unknown) => (typeof value === 'string' ? value.replace(/[\u0000-\u001F\u007F]/g, '').slice(0, 200) : '');
   return { clientName: clip(init.params.clientInfo?.name), clientVersion: clip(init.params.clientInfo?.version), protocolVersion: clip(init.params.protocolVersion) };
 }
 

@@ -3,13 +3,15 @@ import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/
 import { uuidv7 } from 'uuidv7';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import {
-  actionUid, counter, currentTraceHeaders, getConnector, histogram, tracerOf, getTool, NO_FORBID_MATCHED, principalUid, redactToolArgs, resourceOf, splitToolName,
+  actionUid, AGENT_TYPE, counter, currentTraceHeaders, entityUid, getConnector, histogram, tracerOf, getTool, MCP_PROTOCOL_SERVICE, NO_FORBID_MATCHED,
+  principalUid, reasonWithoutPolicyNames, redactToolArgs, resourceOf, splitToolName,
   type AuditEntry, type AuthorizeResponse,
 } from '@portcullis/core';
 import type { PolicyClient } from '../clients/policy-client.ts';
 import { UpstreamError, type UpstreamPool } from '../clients/upstream-pool.ts';
 import { AuditUnavailable, type AuditPublisher } from '../modules/audit/audit-publisher.ts';
 import type { MemberConnection, MemberContext } from '../modules/identity/member-context.ts';
+import { hidesPolicyIdentities } from '../modules/audit/audit-scope.ts';
 import { ReauthRequired, type SealedTokens } from '../modules/connections/sealed-tokens.ts';
 
 export const POLICY_UNAVAILABLE = 'Policy service unavailable: the call was denied because no verdict could be obtained';
@@ -28,6 +30,25 @@ const toolCalls = counter('portcullis_gateway_tool_calls_total', 'Tool calls thr
 const callDuration = histogram('portcullis_gateway_tool_call_duration_seconds', 'Whole tool-call time in the gateway, upstream included', ['decision']);
 const authorizeDuration = histogram('portcullis_gateway_authorize_duration_seconds', 'Authorize round trips to the decision point, as the gateway sees them');
 const auditRefusals = counter('portcullis_gateway_audit_unavailable_total', 'Calls refused because their write-ahead audit record could not be stored');
+
+/** What an audit entry names as the target of a request. */
+interface Target {
+  service: string;
+  tool: string;
+  action: string;
+  resource: string;
+}
+
+/** A name as the caller sent it, bounded: it is stored in the audit entry and echoed in the reason. */
+const clipName = (name: string) => name.slice(0, 200);
+
+/**
+ * Why a tool call names no tool (decision 001): the JSON-RPC error the caller gets (-32602)
+ * and the reason of its audit entry.
+ */
+export function unknownToolReason(name: string): string {
+  return `Unknown tool ${JSON.stringify(clipName(name))}. Tool names are <service>__<tool>, exactly as tools/list shows them.`;
+}
 
 interface Verdict {
   decision: 'ALLOW' | 'DENY';
@@ -69,7 +90,25 @@ export function createToolCallService(deps: {
     }
   }
 
-  function baseEntry(context: MemberContext, request: ToolCallRequest, service: string, tool: string): Omit<AuditEntry, 'decision' | 'reason' | 'durationMs' | 'matchedPolicyIds' | 'matchedPolicyNames' | 'policyVersionIds' | 'policyDbIds'> {
+  /** A catalog tool: its connector, its Cedar action and the resource its arguments name. */
+  const toolTarget = (service: string, tool: string, args: Record<string, unknown>): Target =>
+    ({ service, tool, action: actionUid(service, tool), resource: resourceOf(service, args).uid });
+
+  /**
+   * A request that names no connector tool, held against the agent: a tool call with an
+   * unknown name (`service` empty, `tool` the name as sent) or a protocol request
+   * (`service` MCP_PROTOCOL_SERVICE, `tool` its method).
+   */
+  const agentTarget = (context: MemberContext, service: string, tool: string, method: string): Target =>
+    ({ service, tool, action: entityUid('Portcullis::Action', method), resource: entityUid(AGENT_TYPE, context.agentId) });
+
+  /** The target of a tool call named `name`: its catalog tool, or the unknown name. */
+  function callTargetOf(context: MemberContext, name: string, args: Record<string, unknown>): Target {
+    const parts = splitToolName(name);
+    return parts && getTool(parts.service, parts.tool) ? toolTarget(parts.service, parts.tool, args) : agentTarget(context, '', clipName(name), 'tools/call');
+  }
+
+  function baseEntry(context: MemberContext, request: ToolCallRequest, target: Target): Omit<AuditEntry, 'decision' | 'reason' | 'durationMs' | 'matchedPolicyIds' | 'matchedPolicyNames' | 'policyVersionIds' | 'policyDbIds'> {
     return {
       id: uuidv7(),
       timestamp: new Date(deps.now?.() ?? Date.now()).toISOString(),
@@ -79,10 +118,7 @@ export function createToolCallService(deps: {
       memberName: context.memberEmail,
       memberKeyId: context.keyId,
       ...(request.sessionId ? { sessionId: request.sessionId } : {}),
-      service,
-      tool,
-      action: actionUid(service, tool),
-      resource: resourceOf(service, request.args).uid,
+      ...target,
       callerIp: request.callerIp,
       toolArgs: redactToolArgs(request.args),
       principal: principalUid(context.memberId),
@@ -110,20 +146,36 @@ export function createToolCallService(deps: {
     }
   }
 
+  /** A verdict's reason as the caller's agent reads it: without policy names where the caller may not see them. */
+  function policyReasonFor(context: MemberContext, reason: string): string {
+    return hidesPolicyIdentities(context.agentType, context.memberRole) ? reasonWithoutPolicyNames(reason) : reason;
+  }
+
   function denyResult(reason: string): CallToolResult {
     return { isError: true, content: [{ type: 'text', text: reason }] };
+  }
+
+  /** Audits a refusal decided before any verdict, with nothing matched. */
+  function publishRefusal(entry: ReturnType<typeof baseEntry>, reason: string, durationMs = 0) {
+    deps.audit.publish({
+      ...entry, decision: 'DENY', reason, matchedPolicyIds: [], matchedPolicyNames: [], policyDbIds: [], policyVersionIds: [], durationMs,
+    });
   }
 
   /** The call itself: resolve, decide, record ahead, forward, audit. */
   async function callToolTraced(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult> {
     const started = performance.now();
-    const parts = splitToolName(request.name);
-    if (!parts || !getTool(parts.service, parts.tool)) {
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${request.name}". Tool names are <service>__<tool>, exactly as tools/list shows them.`);
-    }
-    const { service, tool } = parts;
     const traceparent = currentTraceHeaders().traceparent;
-    const base = { ...baseEntry(context, request, service, tool), ...(traceparent ? { traceparent } : {}) };
+    const target = callTargetOf(context, request.name, request.args);
+    const base = { ...baseEntry(context, request, target), ...(traceparent ? { traceparent } : {}) };
+    if (target.service === '') {
+      // No such tool: a protocol error for the caller, and still a call the owner sees as denied.
+      const reason = unknownToolReason(request.name);
+      toolCalls.inc({ service: '', decision: 'DENY' });
+      publishRefusal(base, reason, Math.round((performance.now() - started) * 1000) / 1000);
+      throw new McpError(ErrorCode.InvalidParams, reason);
+    }
+    const { service, tool } = target;
     const entryOf = (verdict: Verdict, reason: string): AuditEntry => {
       const r = verdict.response;
       return {
@@ -145,6 +197,14 @@ export function createToolCallService(deps: {
       deps.audit.publish(entry);
     };
 
+    // Membership comes first: a member who is not approved hears that from the decision point
+    // (its built-in forbid), not that a connector is missing that they could not connect yet.
+    const membershipVerdict = context.memberStatus === 'approved' ? undefined : await decide(context, request, service, tool);
+    if (membershipVerdict?.decision === 'DENY') {
+      finish(membershipVerdict);
+      return denyResult(policyReasonFor(context, membershipVerdict.reason));
+    }
+
     const connection = context.connections.find((c) => c.service === service);
     if (!context.allowedServices.includes(service) || !connection) {
       const label = getConnector(service)!.label;
@@ -155,10 +215,10 @@ export function createToolCallService(deps: {
       return denyResult(reason);
     }
 
-    const verdict = await decide(context, request, service, tool);
+    const verdict = membershipVerdict ?? await decide(context, request, service, tool);
     if (verdict.decision === 'DENY') {
       finish(verdict);
-      return denyResult(verdict.reason);
+      return denyResult(policyReasonFor(context, verdict.reason));
     }
 
     // Write-ahead: the call goes upstream only once its record is durably accepted, so a
@@ -206,27 +266,17 @@ export function createToolCallService(deps: {
       });
     },
 
-    /** Audits a request refused before any tool ran (disabled agent). */
+    /**
+     * Audits a request refused before any tool ran (the agent is disabled). A `tools/call` is
+     * a tool call and names its tool (or the unknown name); any other request — `method` is
+     * its JSON-RPC method, or `HTTP <method>` without a JSON-RPC body — is a protocol request
+     * under MCP_PROTOCOL_SERVICE, which call counters leave out (decisions 001, 025).
+     */
     auditRefusedRequest(context: MemberContext, request: ToolCallRequest & { method: string }, reason: string) {
-      const parts = splitToolName(request.name);
-      const service = parts?.service ?? '';
-      const tool = parts?.tool ?? request.method;
-      const entry = parts ? baseEntry(context, request, service, tool) : {
-        ...baseEntry(context, request, 'portcullis', tool),
-        service: '',
-        action: `Portcullis::Action::${JSON.stringify(request.method)}`,
-        resource: `Portcullis::Agent::${JSON.stringify(context.agentId)}`,
-      };
-      deps.audit.publish({
-        ...entry,
-        decision: 'DENY',
-        reason,
-        matchedPolicyIds: [],
-        matchedPolicyNames: [],
-        policyDbIds: [],
-        policyVersionIds: [],
-        durationMs: 0,
-      });
+      const target = request.method === 'tools/call'
+        ? callTargetOf(context, request.name, request.args)
+        : agentTarget(context, MCP_PROTOCOL_SERVICE, clipName(request.method), clipName(request.method));
+      publishRefusal(baseEntry(context, request, target), reason);
     },
   };
 }

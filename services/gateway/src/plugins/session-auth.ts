@@ -3,6 +3,11 @@ import { ApiError } from '@portcullis/core';
 import type { AuthService, SessionUser } from '../modules/auth/auth-service.ts';
 
 export const SESSION_COOKIE = 'portcullis_session';
+/**
+ * Set by `POST /api/auth/magic-link` (path `/api/auth`, 10 minutes): a random nonce whose digest
+ * the sign-in link is bound to, so the link signs in only the browser that asked for it.
+ */
+export const SIGN_IN_COOKIE = 'portcullis_sign_in';
 
 declare module 'fastify' {
   interface FastifyRequest { user?: SessionUser }

@@ -43,6 +43,7 @@ export async function createApiHarness(env: Record<string, string> = {}, options
     LOG_LEVEL: 'silent', POLICY_URL: '127.0.0.1:1', AUDIT_URL: '127.0.0.1:1',
     // Every injected request comes from one IP: tests of the limits themselves lower these again.
     RATE_LIMIT_MAGIC_LINK_PER_ADDRESS: '1000', RATE_LIMIT_MAGIC_LINK_PER_IP: '100000', RATE_LIMIT_VERIFY_PER_IP: '100000', RATE_LIMIT_MFA_PER_IP: '100000',
+    RATE_LIMIT_INVITES_PER_USER: '100000', RATE_LIMIT_INVITES_PER_IP: '100000', RATE_LIMIT_AGENTS_PER_USER: '100000',
     ...env,
   }, randomBytes(32).toString('base64url'));
   const { app, release } = await composeGateway(config, { db: database.db, bus, dbPing: database.ping, ...(options.now ? { now: options.now } : {}) });

@@ -1,4 +1,4 @@
-import { actionUid, cedarNamespace, getConnector, PRINCIPAL_TYPE, type schema, type Tier } from '@portcullis/core';
+import { actionUid, cedarNamespace, getConnector, getTool, PRINCIPAL_TYPE, TIERS, toolsCovered, type schema, type Tier } from '@portcullis/core';
 import { validatePolicyStrict } from './cedar-schema.ts';
 import { cedarLiteral, entityUidText } from './cedar-text.ts';
 import { compileConditions, type ConditionNeeds } from './conditions.ts';
@@ -283,20 +283,14 @@ function selectTools(record: PolicyRecordInput, errors: string[], mismatch: stri
   const tiers = Array.isArray(record.tiers) ? record.tiers : [];
 
   const mismatchesBefore = mismatch.length;
-  const known = new Set(connector.tools.map((t) => t.name));
-  const wantedTools = new Set<string>();
   for (const tool of tools) {
-    if (known.has(tool)) wantedTools.add(tool);
-    else mismatch.push(`unknown tool ${JSON.stringify(tool)} for service ${JSON.stringify(record.service)}`);
+    if (!getTool(record.service, tool)) mismatch.push(`unknown tool ${JSON.stringify(tool)} for service ${JSON.stringify(record.service)}`);
   }
-  const wantedTiers = new Set<Tier>();
   for (const tier of tiers) {
-    if (tier === 'read' || tier === 'write' || tier === 'destructive') wantedTiers.add(tier);
-    else mismatch.push(`unknown tier ${JSON.stringify(tier)} (tiers are read, write, destructive)`);
+    if (!TIERS.includes(tier as Tier)) mismatch.push(`unknown tier ${JSON.stringify(tier)} (tiers are read, write, destructive)`);
   }
 
-  const everyTool = tools.length === 0 && tiers.length === 0;
-  const selected = connector.tools.filter((t) => everyTool || wantedTools.has(t.name) || wantedTiers.has(t.tier)).map((t) => t.name);
+  const selected = toolsCovered(record.service, tools, tiers);
   // Say so only when no unknown tool or tier already explains it.
   if (selected.length === 0 && mismatch.length === mismatchesBefore) {
     mismatch.push(`the policy names no tool of ${connector.label}, so it never applies`);

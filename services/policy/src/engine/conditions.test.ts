@@ -12,6 +12,7 @@ import { preparePolicySet, type AgentPolicySnapshot } from './prepared-set.ts';
 import { compilePreview } from './preview.ts';
 import { createInMemorySessionCounters, localSessionJudge, sharedSessionJudge, type SessionJudge } from './session-counters.ts';
 import { catalogAction } from './action-index.ts';
+import { PATTERN_TEXT_MAX } from '@portcullis/core';
 
 const natsBuses: Array<{ bus: Bus; prefix: string }> = [];
 afterAll(async () => {
@@ -47,7 +48,10 @@ describe('preview of invalid drafts', () => {
     ['an unknown tool', { ...draft, tools: ['delete_everything'] }, ['unknown tool "delete_everything" for service "github"']],
     ['an unknown tier', { ...draft, tools: [], tiers: ['dangerous'] }, ['unknown tier "dangerous" (tiers are read, write, destructive)']],
     ['an unknown service', { ...draft, service: 'myspace', tools: [] }, ['unknown service "myspace"']],
-    ['a bad regex', { ...draft, conditions: { args: [{ path: 'path', op: 'regex', pattern: '([a-z' }] } }, ['conditions.args.0.pattern: must be a valid regular expression']],
+    ['a bad regex', { ...draft, conditions: { args: [{ path: 'path', op: 'regex', pattern: '([a-z' }] } },
+      ['conditions.args.0.pattern: must be a valid regular expression in RE2 syntax (no backreferences or lookaround): missing closing ]: `[a-z`']],
+    ['a lookahead RE2 cannot run', { ...draft, conditions: { args: [{ path: 'path', op: 'regex', pattern: '^(?!docs/)' }] } },
+      ['conditions.args.0.pattern: must be a valid regular expression in RE2 syntax (no backreferences or lookaround): invalid or unsupported Perl syntax: `(?!`']],
     ['a bad time zone', { ...draft, conditions: { timeWindow: { days: ['mon'], start: '09:00', end: '17:00', timeZone: 'Europe/Atlantis' } } },
       ['conditions.timeWindow.timeZone: must be an IANA time zone, e.g. Europe/Paris']],
     ['malformed conditions', { ...draft, conditions: { timeWindow: { days: ['someday'], start: '9am', end: '17:00', timeZone: 'UTC' }, sessionLimit: { maxCalls: -1 }, resources: { match: 'near', ids: [] }, colour: 'red' } },
@@ -112,6 +116,45 @@ describe('serving stored records', () => {
     const verdict = evaluate(set, call({ tool: 'get_me' }));
     expect(verdict.decision).toBe('DENY');
     expect(verdict.reason).toContain('conditions.sessionLimit.maxCalls');
+  });
+});
+
+describe('regex rules (linear-time patterns, decision 020)', () => {
+  const catastrophic = (effect: 'forbid' | 'permit', policyKey = `title-${effect}`) =>
+    stored({ policyKey, effect, denyMessage: 'Titles of only a', conditions: { args: [{ path: 'title', op: 'regex', pattern: '^(a+)+$' }] } });
+
+  it('decide a catastrophic pattern on a long argument, and correctly (a backtracking engine would not return)', () => {
+    const set = preparePolicySet(snapshot([catastrophic('forbid')]), 'regex:catastrophic');
+    expect(evaluate(set, call({ args: { title: `${'a'.repeat(4_000)}!` } }))).toMatchObject({ decision: 'ALLOW', matchedPolicyKeys: [] });
+    expect(evaluate(set, call({ args: { title: 'a'.repeat(4_000) } }))).toMatchObject({ decision: 'DENY', reason: 'Titles of only a', matchedPolicyKeys: ['title-forbid'] });
+  });
+
+  it(`fail closed on a value longer than ${PATTERN_TEXT_MAX} characters: a forbid applies, a permit does not permit`, () => {
+    const long = `${'b'.repeat(PATTERN_TEXT_MAX)}!`;
+    const forbid = preparePolicySet(snapshot([catastrophic('forbid')]), 'regex:long-forbid');
+    expect(evaluate(forbid, call({ args: { title: long } }))).toMatchObject({ decision: 'DENY', reason: 'Titles of only a' });
+    const permit = preparePolicySet(snapshot([catastrophic('permit')], { defaultDecision: 'deny' }), 'regex:long-permit');
+    expect(evaluate(permit, call({ args: { title: long } }))).toMatchObject({ decision: 'DENY', reason: DEFAULT_DENY_REASON });
+    expect(evaluate(permit, call({ args: { title: 'aaa' } })).decision).toBe('ALLOW');
+    // A missing argument still never matches.
+    expect(evaluate(forbid, call({ args: {} })).decision).toBe('ALLOW');
+  });
+
+  it('fail closed once the patterns of one call have spent their budget', () => {
+    // Two rules of about 500 instructions each; the second never matches letters alone. On a
+    // 1,000-character value the budget runs only the first: the second counts as matching.
+    const heavy = `(${'[a-z]{1,49}'.repeat(5)})`;
+    const rules = [{ path: 'title', op: 'regex', pattern: heavy }, { path: 'title', op: 'regex', pattern: `${heavy}0` }];
+    const set = preparePolicySet(snapshot([stored({ policyKey: 'heavy', denyMessage: 'Heavy', conditions: { args: rules } })]), 'regex:budget');
+    expect(evaluate(set, call({ args: { title: 'a'.repeat(100) } })).decision).toBe('ALLOW');
+    expect(evaluate(set, call({ args: { title: 'a'.repeat(1_000) } }))).toMatchObject({ decision: 'DENY', reason: 'Heavy' });
+  });
+
+  it('fail the agent closed on a stored pattern RE2 cannot run, naming it', () => {
+    const set = preparePolicySet(snapshot([stored({ policyKey: 'lookahead', conditions: { args: [{ path: 'title', op: 'regex', pattern: '^(?!draft)' }] } })]), 'regex:legacy');
+    const verdict = evaluate(set, call({ tool: 'get_me' }));
+    expect(verdict.decision).toBe('DENY');
+    expect(verdict.reason).toMatch(/conditions\.args\.0\.pattern: must be a valid regular expression in RE2 syntax/);
   });
 });
 

@@ -1,5 +1,5 @@
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { actionUid, NO_FORBID_MATCHED, principalUid, PRINCIPAL_TYPE, resourceOf, type AuthorizeResponse, type MemberMsg } from '@portcullis/core';
+import { actionUid, NO_FORBID_MATCHED, PatternRun, principalUid, PRINCIPAL_TYPE, resourceOf, type AuthorizeResponse, type MemberMsg } from '@portcullis/core';
 import { catalogAction, type CatalogAction } from './action-index.ts';
 import { BASE_POLICY_KEY, compareStrings, MEMBER_NOT_APPROVED_POLICY_KEY } from './compile.ts';
 import { argValueOf } from './conditions.ts';
@@ -163,9 +163,11 @@ export function conditionFacts(
     if (value) args[path] = value; // a missing (or non-scalar) argument never matches
   }
   const matches: Record<string, cedar.CedarValueJson> = {};
+  const patterns = new PatternRun();
   for (const rule of conditions.regexRules) {
     const value = argValueOf(argAt(input.args, rule.path));
-    matches[rule.tag] = value !== undefined && rule.regexp.test(value.text);
+    // A missing argument never matches; one the pattern may not run on fails closed.
+    matches[rule.tag] = value === undefined ? false : rule.pattern.matches(value.text, patterns) ?? rule.whenNotRun;
   }
   const counts: Record<string, cedar.CedarValueJson> = {};
   if (session && conditions.limitedKeys.length > 0) {

@@ -1,5 +1,5 @@
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { AGENT_TYPE, type AuthorizeResponse } from '@portcullis/core';
+import { AGENT_TYPE, LinearPattern, type AuthorizeResponse } from '@portcullis/core';
 import type { CatalogAction } from './action-index.ts';
 import {
   BASE_POLICY_KEY, BUILTIN_POLICIES, compileAgentPolicySet, readsOnlyPrincipalAndAction, renderPolicy,
@@ -51,9 +51,22 @@ export interface ActionConditions {
   /** Distinct argument paths read through `context.args`. */
   readonly argPaths: readonly string[];
   /** Regex rules, each answered in `context.matches`. */
-  readonly regexRules: ReadonlyArray<{ readonly tag: string; readonly path: string; readonly regexp: RegExp }>;
+  readonly regexRules: readonly PreparedRegexRule[];
   /** Keys of the session-limited policies: their counts go in `context.session`, and an ALLOW is recorded for them. */
   readonly limitedKeys: readonly string[];
+}
+
+/** A regex rule ready to run (see `conditionFacts` in `evaluate.ts`). */
+export interface PreparedRegexRule {
+  readonly tag: string;
+  readonly path: string;
+  readonly pattern: LinearPattern;
+  /**
+   * The answer when the pattern may not run (a value longer than `PATTERN_TEXT_MAX`, or the
+   * call's pattern budget spent): the one that fails closed, i.e. `true` for a forbid (it
+   * applies) and `false` for a permit (it does not permit). Decision 020.
+   */
+  readonly whenNotRun: boolean;
 }
 
 /** Most members remembered per action; past it the memo starts over. */
@@ -89,13 +102,17 @@ function actionConditions(parts: readonly CompiledPolicyParts[]): ActionConditio
   if (parts.every((p) => p.needs === undefined)) return undefined;
   const timeZones = new Set<string>();
   const argPaths = new Set<string>();
-  const regexRules: Array<{ tag: string; path: string; regexp: RegExp }> = [];
+  const regexRules: PreparedRegexRule[] = [];
   const limitedKeys: string[] = [];
   for (const p of parts) {
     if (!p.needs) continue;
     for (const zone of p.needs.timeZones) timeZones.add(zone);
     for (const path of p.needs.argPaths) argPaths.add(path);
-    for (const rule of p.needs.regexRules) regexRules.push({ tag: rule.tag, path: rule.path, regexp: new RegExp(rule.pattern, 'u') });
+    for (const rule of p.needs.regexRules) {
+      const compiled = LinearPattern.compile(rule.pattern);
+      if (!compiled.ok) throw new Error(`policy ${JSON.stringify(p.policyKey)}: pattern ${JSON.stringify(rule.pattern)} ${compiled.problem}`);
+      regexRules.push({ tag: rule.tag, path: rule.path, pattern: compiled.pattern, whenNotRun: p.effect === 'forbid' });
+    }
     if (p.needs.sessionLimit !== undefined) limitedKeys.push(p.policyKey);
   }
   return { timeZones: [...timeZones], argPaths: [...argPaths], regexRules, limitedKeys };

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, schema, type AuditEntryMsg, type DatabaseHandle } from '@portcullis/core';
+import { openDatabase, PATTERN_TEXT_MAX, schema, type AuditEntryMsg, type DatabaseHandle } from '@portcullis/core';
 import { createTestDatabase, type TestDatabase } from '@portcullis/core/testing';
 import { createAuditEntrySource, type RecentEntriesQuery } from '../clients/audit-entries.ts';
 import { PolicyServiceError } from '../errors.ts';
@@ -118,6 +118,39 @@ describe('replay', () => {
   });
 });
 
+describe('replay under heavy argument patterns (decision 020)', () => {
+  it('yields to the event loop while judging, so Authorize calls are answered meanwhile; the counts stay right', async () => {
+    const member = { id: 'm-1', role: 'member', status: 'approved', email: 'm@example.com' };
+    const snapshot = { agentId: 'agent-heavy', agentStatus: 'active', policyVersion: 1, policies: [] };
+    // A pattern RE2's DFA cannot cache (its states explode), over ~1,000 random characters:
+    // milliseconds per call, within the per-call budget.
+    const pattern = '(a|b)*a(a|b){80}c';
+    const heavy = stored({ id: 'p-h', policyKey: 'heavy', tools: ['issue_write'], denyMessage: 'Heavy', conditions: { args: [{ path: 'title', op: 'regex', pattern }] } });
+    const letters = (n: number, seed: number) => Array.from({ length: n }, (_, i) => ((i * 7 + seed) % 3 === 0 ? 'a' : 'b')).join('');
+    const calls = Array.from({ length: 60 }, (_, i) => ({
+      entryId: `e-${String(i).padStart(3, '0')}`,
+      call: { member, service: 'github', tool: 'issue_write', args: { title: `${letters(1_000, i)}${i % 2 === 0 ? 'c' : ''}` }, nowMs: NOW + i, sessionId: '' },
+    }));
+    const before = prepareScenario(snapshot, [], 'before');
+    const after = prepareScenario(snapshot, [heavy], 'after');
+    try {
+      let answeredMeanwhile = false;
+      let replayDone = false;
+      setImmediate(() => { answeredMeanwhile = !replayDone; });
+      const result = await replay(calls, before, after);
+      replayDone = true;
+      expect(answeredMeanwhile).toBe(true);
+      // A title matches when it ends in "c" with an "a" 81 characters before it.
+      const matching = calls.filter(({ call }) => /a[ab]{80}c$/.test(String(call.args.title))).length;
+      expect(matching).toBeGreaterThan(0);
+      expect(result).toMatchObject({ evaluated: 60, unchanged: 60 - matching, allowToDeny: matching, denyToAllow: 0 });
+    } finally {
+      before.release();
+      after.release();
+    }
+  });
+});
+
 describe('simulate against Postgres', () => {
   let testDb: TestDatabase;
   let database: DatabaseHandle;
@@ -166,6 +199,22 @@ describe('simulate against Postgres', () => {
       samples: [{ entryId: 'e-0', before: 'ALLOW', after: 'DENY', reason: 'Denied by policy "D"' }],
       from: new Date(NOW - 7 * 86_400_000).toISOString(), to: new Date(NOW).toISOString(),
     });
+  });
+
+  it('replays a draft with a catastrophic pattern over long arguments, deciding each as serving would (decision 020)', async () => {
+    past = [];
+    const title = (text: string) => entry({ tool: 'issue_write', toolArgsJson: JSON.stringify({ owner: 'acme', repo: 'api', title: text }) });
+    for (const text of [`${'a'.repeat(4_000)}!`, 'a'.repeat(4_000), 'b'.repeat(PATTERN_TEXT_MAX + 1)]) past.push(title(text));
+    const draftJson = JSON.stringify({
+      name: 'Only-a titles', service: 'github', effect: 'forbid', tools: ['issue_write'], principal: { type: 'all_members' },
+      conditions: { args: [{ path: 'title', op: 'regex', pattern: '^(a+)+$' }] },
+    });
+    const result = await run({ draftJson });
+    expect(result).toMatchObject({ evaluated: 3, unchanged: 1, allowToDeny: 2, denyToAllow: 0 });
+    // The over-long title (no "a" in it) is not run through the pattern: a forbid fails closed.
+    expect(result.samples.map((s) => s.entryId).sort()).toEqual(['e-1', 'e-2']);
+    await expect(run({ draftJson: JSON.stringify({ ...JSON.parse(draftJson), conditions: { args: [{ path: 'title', op: 'regex', pattern: '(a)\\1' }] } }) }))
+      .rejects.toEqual(invalid(/^the draft has errors: conditions\.args\.0\.pattern: must be a valid regular expression in RE2 syntax/));
   });
 
   it('refuses an unknown agent, an unknown replaced policy and a draft with errors', async () => {

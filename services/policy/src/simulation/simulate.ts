@@ -16,8 +16,12 @@ export const MAX_LIMIT = 10_000;
 export const DEFAULT_WINDOW_MS = 7 * 86_400_000;
 /** Changed entries reported in `samples`, newest first. */
 export const MAX_SAMPLES = 20;
-/** Entries judged between two yields to the event loop, so Authorize calls are not held up. */
-const ENTRIES_PER_SLICE = 200;
+/**
+ * Longest the replay judges entries before yielding to the event loop, so Authorize calls are
+ * not held up behind a simulation. By time, not by count: an entry costs microseconds, or
+ * tens of milliseconds when the agent's argument patterns are heavy (decision 020).
+ */
+const SLICE_MS = 10;
 
 /** `SimulateRequest` as proto-loader delivers it. */
 export interface SimulateInput {
@@ -208,9 +212,12 @@ export async function replay(calls: ReadonlyArray<{ entryId: string; call: Repla
   const ordered = [...calls].sort((a, b) => a.call.nowMs - b.call.nowMs || (a.entryId < b.entryId ? -1 : a.entryId > b.entryId ? 1 : 0));
   let unchanged = 0, allowToDeny = 0, denyToAllow = 0;
   const changed: SimulationSample[] = [];
-  for (let i = 0; i < ordered.length; i++) {
-    if (i > 0 && i % ENTRIES_PER_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
-    const { entryId, call } = ordered[i]!;
+  let sliceStarted = performance.now();
+  for (const { entryId, call } of ordered) {
+    if (performance.now() - sliceStarted >= SLICE_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStarted = performance.now();
+    }
     const was = before.judge(call);
     const now = after.judge(call);
     if (was.decision === now.decision) {

@@ -84,7 +84,8 @@ export interface PolicyDraft {
 }
 export interface Policy {
   id: string; policyKey: string; name: string; service: string; effect: PolicyEffect;
-  tools: string[]; tiers: PolicyTier[]; principal: PolicyPrincipal; conditions: PolicyConditions;
+  /** Every tool the policy covers (tiers expanded); `listedTools` and `tiers` are as written. */
+  tools: string[]; listedTools: string[]; tiers: PolicyTier[]; principal: PolicyPrincipal; conditions: PolicyConditions;
   denyMessage: string | null; enabled: boolean; version: number | null; currentVersionId: string | null;
   /** null when the audit service did not answer. */
   triggerCount: number | null; lastTriggered: string | null; createdAt: string; updatedAt: string;
@@ -111,16 +112,21 @@ export type AgentSortBy = 'name' | 'createdAt' | 'status';
 export type MemberStatus = 'pending' | 'approved' | 'rejected';
 export type ConnectionStatus = 'active' | 'needs_reauth';
 
+/**
+ * A member in GET …/members. Owners see every record in full; other members see their own in
+ * full and only `id`, `email`, `role` and `status` of the others (decision 028): the other
+ * fields are then absent.
+ */
 export interface Member {
   id: string;
-  userId: string;
+  userId?: string;
   email: string;
   role: 'owner' | 'member';
   status: MemberStatus;
-  createdAt: string;
-  approvedAt: string | null;
-  key: { displaySuffix: string; lastUsedAt: string | null } | null;
-  connections: Array<{ service: string; identityInfo: Record<string, unknown>; status: ConnectionStatus }>;
+  createdAt?: string;
+  approvedAt?: string | null;
+  key?: { displaySuffix: string; lastUsedAt: string | null } | null;
+  connections?: Array<{ service: string; identityInfo: Record<string, unknown>; status: ConnectionStatus }>;
 }
 export interface MemberList { members: Member[]; total: number }
 
@@ -156,9 +162,10 @@ export interface ConnectorInfo {
 export interface ConnectorsMeta { connectors: ConnectorInfo[] }
 
 /** Metadata of an agent's OAuth-app credentials; secrets are never returned. */
-export interface CredentialsInfo { service: string; configured: true; hasWebhookSecret: boolean; clientId: string; updatedAt: string }
+/** `configured`: the OAuth app is set (`clientId` is null when only a webhook secret is stored). */
+export interface CredentialsInfo { service: string; configured: boolean; hasWebhookSecret: boolean; clientId: string | null; updatedAt: string }
 export interface CredentialsList { credentials: CredentialsInfo[] }
-export interface CredentialsSet { service: string; configured: true; hasWebhookSecret: boolean }
+export interface CredentialsSet { service: string; configured: boolean; hasWebhookSecret: boolean }
 
 export interface AuditPage { entries: AuditEntry[]; total: number }
 export interface MemberStats { members: Array<{ memberId: string; memberName: string; calls: number; allowed: number; denied: number; lastCallAt: string }> }

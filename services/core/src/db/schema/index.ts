@@ -13,3 +13,5 @@ export { oauthFlows, type OAuthFlowTarget } from './oauth-flows.ts';
 export { oauthClients } from './oauth-clients.ts';
 export { harvestedEntities } from './harvested-entities.ts';
 export { toolSessions, type ToolSessionStatus } from './tool-sessions.ts';
+export { deletedAgentOwners } from './deleted-agent-owners.ts';
+export { rateLimitEvents } from './rate-limit-events.ts';

@@ -22,7 +22,7 @@ export const toolSessions = pgTable('tool_sessions', {
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
   endedAt: timestamp('ended_at', { withTimezone: true }),
-  /** Why it ended: `client` (DELETE), `reset` (an owner or the member), `expired` (idle), `key` (its key revoked). */
+  /** Why it ended: `client` (DELETE), `reset` (an owner or the member), `expired` (idle), `key_rotated`, `key_revoked`, `member_removed`. */
   endReason: text('end_reason'),
 }, (t) => [
   index('tool_sessions_agent_idx').on(t.agentId, t.createdAt),

@@ -128,10 +128,21 @@ export function createAgentRepo(db: Database) {
       return row;
     },
 
-    /** Deletes the agent; members, keys, connections, policies, versions and invites go with it (FK cascades). */
+    /**
+     * Deletes the agent; members, keys, connections, policies, versions and invites go with it
+     * (FK cascades). Its approved owners are recorded first, in the same transaction, so they
+     * keep reading its audit entries (decision 023).
+     */
     async delete(agentId: string): Promise<boolean> {
-      const deleted = await db.delete(agents).where(eq(agents.id, agentId)).returning({ id: agents.id });
-      return deleted.length > 0;
+      return db.transaction(async (tx) => {
+        await tx.insert(schema.deletedAgentOwners)
+          .select(tx.select({ agentId: members.agentId, userId: members.userId, agentName: agents.name, deletedAt: sql`now()`.as('deleted_at') })
+            .from(members).innerJoin(agents, eq(agents.id, members.agentId))
+            .where(and(eq(members.agentId, agentId), eq(members.role, 'owner'), eq(members.status, 'approved'))))
+          .onConflictDoNothing();
+        const deleted = await tx.delete(agents).where(eq(agents.id, agentId)).returning({ id: agents.id });
+        return deleted.length > 0;
+      });
     },
   };
 }

@@ -1,10 +1,12 @@
 import { z } from 'zod';
-import { ApiError, type AuditEntry } from '@portcullis/core';
+import { ApiError, parseAuditBound, type AuditEntry } from '@portcullis/core';
 
 /**
  * The filters of GET /api/audit/stream, applied in memory to each live entry. They mean
  * exactly what GET /api/audit's mean in the audit service (services/audit README, "Filter
- * semantics"); this module re-states them because services never import each other.
+ * semantics"); this module re-states them because services never import each other (the
+ * time bounds share core's `parseAuditBound`). They are applied to the entry as the viewer
+ * sees it: with policy identities redacted (decision 022), no `policy` filter matches.
  */
 export interface LiveAuditFilter {
   /** Inclusive bounds, epoch milliseconds. */
@@ -23,35 +25,8 @@ export interface LiveAuditFilter {
   policy?: string;
 }
 
-const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?([Zz]|[+-]\d{2}(?::?\d{2})?)?)?$/;
-
-/**
- * An ISO 8601 date or date-time as epoch milliseconds, or undefined when it is not one. A bare
- * date is the whole UTC day (its first millisecond as `from`, its last as `to`); a date-time
- * without an offset is UTC — the audit service's rules.
- */
-export function parseInstant(value: string, bound: 'from' | 'to'): number | undefined {
-  const match = ISO_8601.exec(value);
-  if (!match) return undefined;
-  const [, y, mo, d, h, mi, s, fraction, offset] = match;
-  const year = Number(y), month = Number(mo), day = Number(d);
-  const hour = Number(h ?? 0), minute = Number(mi ?? 0), second = Number(s ?? 0);
-  const millis = fraction ? Number(fraction.slice(0, 3).padEnd(3, '0')) : 0;
-  const utc = Date.UTC(year, month - 1, day, hour, minute, second, millis);
-  const check = new Date(utc);
-  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) return undefined;
-  let offsetMinutes = 0;
-  if (offset && offset !== 'Z' && offset !== 'z') {
-    const digits = offset.slice(1).replace(':', '');
-    const hours = Number(digits.slice(0, 2)), minutes = Number(digits.slice(2) || 0);
-    if (hours > 23 || minutes > 59) return undefined;
-    offsetMinutes = (offset.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
-  }
-  return utc - offsetMinutes * 60_000 + (h === undefined && bound === 'to' ? 86_400_000 - 1 : 0);
-}
-
 const instant = (bound: 'from' | 'to') => z.string().max(40).transform((value, ctx) => {
-  const parsed = parseInstant(value, bound);
+  const parsed = parseAuditBound(value, bound);
   if (parsed === undefined) {
     ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 date or date-time' });
     return z.NEVER;

@@ -1,6 +1,6 @@
-import { and, eq, inArray } from 'drizzle-orm';
-import { ApiError, schema, type AuditEntry, type Bus, type Database } from '@portcullis/core';
+import { ApiError, redactPolicyIdentities, type AuditEntry, type Bus, type Database } from '@portcullis/core';
 import type { AuthService } from '../auth/auth-service.ts';
+import { auditScopesOf, type AuditScope } from './audit-scope.ts';
 import { matchesLiveFilter, type LiveAuditFilter } from './audit-stream-filter.ts';
 
 /** Why the server ended a stream; sent as the last event's `reason`. */
@@ -30,12 +30,22 @@ export interface AuditStreamHub {
   readonly size: number;
 }
 
+/** What a viewer may see, as sets: the viewer's `AuditScope`. */
+interface Visibility {
+  /** The agents whose entries the viewer may read. */
+  agents: ReadonlySet<string>;
+  /** Of those, the agents whose policy identities the viewer may not see (decision 022). */
+  redacted: ReadonlySet<string>;
+}
+
+const NOTHING: Visibility = { agents: new Set(), redacted: new Set() };
+const visibilityOf = (scope: AuditScope): Visibility => ({ agents: new Set(scope.agentIds), redacted: new Set(scope.redactPolicyAgentIds) });
+
 interface Stream {
   viewer: AuditStreamViewer;
   filter: LiveAuditFilter;
   sink: AuditStreamSink;
-  /** The agents the viewer may see: owned or approved member of. */
-  visible: ReadonlySet<string>;
+  visible: Visibility;
   /** Which visibility query last set `visible`; an older answer never overwrites a newer one. */
   visibleSeq: number;
 }
@@ -46,22 +56,11 @@ const RECENT_IDS = 10_000;
 const REFRESH_DEBOUNCE_MS = 50;
 
 /**
- * The agents each of `userIds` may read the audit of: owned or an approved member of (the
- * rule of `visibleAgentIds`, for several users in one query).
- */
-async function visibleAgentsOfUsers(db: Database, userIds: string[]): Promise<Map<string, Set<string>>> {
-  const byUser = new Map<string, Set<string>>(userIds.map((id) => [id, new Set<string>()]));
-  if (userIds.length === 0) return byUser;
-  const rows = await db.select({ userId: schema.members.userId, agentId: schema.members.agentId }).from(schema.members)
-    .where(and(inArray(schema.members.userId, userIds), eq(schema.members.status, 'approved')));
-  for (const r of rows) if (r.userId) byUser.get(r.userId)?.add(r.agentId);
-  return byUser;
-}
-
-/**
  * The live audit feed of one gateway replica. It subscribes to the bus once, lazily — when the
  * first stream opens — and lets go when the last one closes; every entry is matched against
- * each stream's visible agents and filters and serialised at most once.
+ * each stream's visible agents and filters and serialised at most twice: as it is, and
+ * without policy identities for viewers whose `AuditScope` redacts its agent (decision 022;
+ * the filters see that redacted entry, so a `policy` filter never matches it).
  *
  * Visibility follows membership: an `agent.changed` event (approvals, rejections, removals,
  * deleted agents all publish one) refreshes every stream's visible agents within
@@ -108,8 +107,17 @@ export function createAuditStreamHub(deps: {
     recentNext = (recentNext + 1) % RECENT_IDS;
     recent.add(entry.id);
     let json: string | undefined;
+    let redacted: { entry: AuditEntry; json?: string } | undefined;
     for (const s of streams) {
-      if (!s.visible.has(entry.agentId) || !matchesLiveFilter(entry, s.filter)) continue;
+      if (!s.visible.agents.has(entry.agentId)) continue;
+      if (s.visible.redacted.has(entry.agentId)) {
+        redacted ??= { entry: redactPolicyIdentities(entry) };
+        if (!matchesLiveFilter(redacted.entry, s.filter)) continue;
+        redacted.json ??= deps.serialise(redacted.entry);
+        s.sink.entry(entry.id, redacted.json);
+        continue;
+      }
+      if (!matchesLiveFilter(entry, s.filter)) continue;
       json ??= deps.serialise(entry);
       s.sink.entry(entry.id, json);
     }
@@ -126,10 +134,10 @@ export function createAuditStreamHub(deps: {
         const mine = ++seq;
         const userIds = [...new Set([...streams].map((s) => s.viewer.userId))];
         try {
-          const visible = await visibleAgentsOfUsers(deps.db, userIds);
+          const scopes = await auditScopesOf(deps.db, userIds);
           for (const s of streams) {
-            const set = visible.get(s.viewer.userId);
-            if (set && mine > s.visibleSeq) { s.visible = set; s.visibleSeq = mine; }
+            const scope = scopes.get(s.viewer.userId);
+            if (scope && mine > s.visibleSeq) { s.visible = visibilityOf(scope); s.visibleSeq = mine; }
           }
           if (withSessions) {
             for (const userId of userIds) {
@@ -190,7 +198,7 @@ export function createAuditStreamHub(deps: {
       // published after `open` resolves is never missed, and a refresh that runs meanwhile
       // counts this stream too (the newer of the two answers wins).
       start();
-      const stream: Stream = { viewer, filter, sink, visible: new Set(), visibleSeq: 0 };
+      const stream: Stream = { viewer, filter, sink, visible: NOTHING, visibleSeq: 0 };
       streams.add(stream);
       let closed = false;
       const unregister = () => {
@@ -201,8 +209,8 @@ export function createAuditStreamHub(deps: {
       };
       const mine = ++seq;
       try {
-        const visible = (await visibleAgentsOfUsers(deps.db, [viewer.userId])).get(viewer.userId)!;
-        if (mine > stream.visibleSeq) { stream.visible = visible; stream.visibleSeq = mine; }
+        const scope = (await auditScopesOf(deps.db, [viewer.userId])).get(viewer.userId)!;
+        if (mine > stream.visibleSeq) { stream.visible = visibilityOf(scope); stream.visibleSeq = mine; }
       } catch (err) {
         unregister();
         throw err;

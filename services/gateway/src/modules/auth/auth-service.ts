@@ -82,13 +82,17 @@ export function createAuthService(deps: {
     /** TOTP enrolment and challenge for signed-in sessions. */
     mfa: createMfaService({ db: deps.db, secret: deps.secret, now }),
 
-    /** Sends a code and a link; answers the same whether or not the address has an account. */
-    async requestSignIn(rawEmail: string, ip: string): Promise<void> {
+    /**
+     * Sends a code and a link; answers the same whether or not the address has an account.
+     * The link is bound to `browserNonce` (the requesting browser's sign-in cookie): only a
+     * request carrying the same nonce can exchange it. The code is not bound (decision 027).
+     */
+    async requestSignIn(rawEmail: string, ip: string, browserNonce: string): Promise<void> {
       const email = normaliseEmail(rawEmail);
       const code = String(randomInt(0, 100_000_000)).padStart(8, '0');
       const token = randomBytes(32).toString('base64url');
       await deps.db.insert(signInCodes).values({
-        email, codeHash: keyed(`${email}:${code}`), tokenHash: keyed(token), requestIp: ip,
+        email, codeHash: keyed(`${email}:${code}`), tokenHash: keyed(token), requestIp: ip, browserBindingHash: digest(browserNonce),
         createdAt: new Date(now()), expiresAt: new Date(now() + CODE_TTL_MS),
       });
       const link = `${deps.publicUrl}/sign-in?token=${token}`;
@@ -102,18 +106,25 @@ export function createAuthService(deps: {
     },
 
     /**
-     * Exchanges `{email, code}` or `{token}` for a new session; every failure is the same 401.
+     * Exchanges `{email, code}` or `{token}` for a new session; every failure is the same 401,
+     * except a live link exchanged without its browser's nonce (`browserNonce`, the sign-in
+     * cookie): 403 `link_other_browser`, and the link stays usable where it was requested —
+     * so a link someone else sends cannot sign this browser into their account (login CSRF).
      * `mfaRequired` is true when the new session is MFA pending (challenge or enrolment).
      */
-    async verify(input: { email: string; code: string } | { token: string }, meta: { ip: string; userAgent: string | undefined }) {
+    async verify(input: { email: string; code: string } | { token: string }, meta: { ip: string; userAgent: string | undefined; browserNonce?: string | undefined }) {
       const invalid = new ApiError('unauthenticated', 'The code or link is invalid, already used, or expired. Request a new one.');
       const at = new Date(now());
       if ('token' in input) {
-        const [row] = await deps.db.update(signInCodes).set({ consumedAt: at })
-          .where(and(eq(signInCodes.tokenHash, keyed(input.token)), isNull(signInCodes.consumedAt), gt(signInCodes.expiresAt, at)))
-          .returning();
-        if (!row) throw invalid;
-        return startSession(row.email, meta);
+        const live = and(eq(signInCodes.tokenHash, keyed(input.token)), isNull(signInCodes.consumedAt), gt(signInCodes.expiresAt, at));
+        const [row] = meta.browserNonce
+          ? await deps.db.update(signInCodes).set({ consumedAt: at })
+            .where(and(live, eq(signInCodes.browserBindingHash, digest(meta.browserNonce)))).returning()
+          : [];
+        if (row) return startSession(row.email, meta);
+        const [elsewhere] = await deps.db.select({ id: signInCodes.id }).from(signInCodes).where(live).limit(1);
+        if (!elsewhere) throw invalid;
+        throw new ApiError('forbidden', 'This sign-in link works only in the browser that asked for it. Here, sign in with the code from the same e-mail instead.', { reason: 'link_other_browser' });
       }
       const email = normaliseEmail(input.email);
       const [row] = await deps.db.select().from(signInCodes)

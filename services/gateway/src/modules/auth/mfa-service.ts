@@ -43,8 +43,13 @@ export function createMfaService(deps: { db: Database; secret: string; now: () =
     return result.valid && 'timeStep' in result ? result.timeStep : undefined;
   }
 
-  /** Counts a wrong code on the session row (one atomic UPDATE, so replicas and races agree). */
-  async function recordFailure(sessionId: string): Promise<never> {
+  /**
+   * Counts a wrong code on the session row (one atomic UPDATE, so replicas and races agree).
+   * A wrong code is the caller's input being wrong, not the session: 400 `invalid_request`
+   * (`mfa_code_invalid`), so no client reads it as signed out. Only the last allowed attempt
+   * ends the session, and that answer is 401 `unauthenticated` (`mfa_attempts_exceeded`).
+   */
+  async function recordFailure(sessionId: string, field: 'code' | 'backupCode'): Promise<never> {
     const [row] = await deps.db.update(dashboardSessions)
       .set({ mfaFailedAttempts: sql`${dashboardSessions.mfaFailedAttempts} + 1` })
       .where(eq(dashboardSessions.id, sessionId))
@@ -54,7 +59,7 @@ export function createMfaService(deps: { db: Database; secret: string; now: () =
       await deps.db.update(dashboardSessions).set({ endedAt: new Date(deps.now()) }).where(eq(dashboardSessions.id, sessionId));
       throw new ApiError('unauthenticated', 'Too many wrong codes: this session has ended. Sign in again.', { reason: 'mfa_attempts_exceeded' });
     }
-    throw new ApiError('unauthenticated', 'The code is wrong or was already used.', { reason: 'mfa_code_invalid', attemptsLeft: MFA_MAX_ATTEMPTS - count });
+    throw new ApiError('invalid_request', 'The code is wrong or was already used.', { field, reason: 'mfa_code_invalid', attemptsLeft: MFA_MAX_ATTEMPTS - count });
   }
 
   return {
@@ -77,7 +82,8 @@ export function createMfaService(deps: { db: Database; secret: string; now: () =
       const pending = row?.pending;
       if (!pending) throw new ApiError('conflict', 'No MFA setup is in progress: call POST /api/auth/mfa/setup first.');
       const timeStep = await acceptedTimeStep(openWithSecret(deps.secret, SEAL_LABEL, pending), code, null);
-      if (timeStep === undefined) throw new ApiError('unauthenticated', 'The code does not match the new authenticator; MFA stays off.', { reason: 'mfa_code_invalid' });
+      // 400, not 401: the session is fine, the code is not (see `recordFailure`).
+      if (timeStep === undefined) throw new ApiError('invalid_request', 'The code does not match the new authenticator; MFA stays off.', { field: 'code', reason: 'mfa_code_invalid' });
       const backupCodes = Array.from({ length: BACKUP_CODE_COUNT }, newBackupCode);
       await deps.db.transaction(async (tx) => {
         const [enabled] = await tx.update(users).set({
@@ -106,16 +112,16 @@ export function createMfaService(deps: { db: Database; secret: string; now: () =
         const [row] = await deps.db.select({ sealed: users.mfaSecretSealed, lastStep: users.mfaLastTimeStep }).from(users).where(eq(users.id, user.id));
         if (!row?.sealed) throw new ApiError('conflict', 'MFA is not enabled for this account.');
         const timeStep = await acceptedTimeStep(openWithSecret(deps.secret, SEAL_LABEL, row.sealed), input.code, row.lastStep);
-        if (timeStep === undefined) return recordFailure(user.sessionId);
+        if (timeStep === undefined) return recordFailure(user.sessionId, 'code');
         const [claimed] = await deps.db.update(users).set({ mfaLastTimeStep: timeStep })
           .where(and(eq(users.id, user.id), or(isNull(users.mfaLastTimeStep), lt(users.mfaLastTimeStep, timeStep))))
           .returning({ id: users.id });
-        if (!claimed) return recordFailure(user.sessionId);
+        if (!claimed) return recordFailure(user.sessionId, 'code');
       } else {
         const [used] = await deps.db.update(mfaBackupCodes).set({ usedAt: new Date(deps.now()) })
           .where(and(eq(mfaBackupCodes.userId, user.id), eq(mfaBackupCodes.codeHash, backupDigest(user.id, input.backupCode)), isNull(mfaBackupCodes.usedAt)))
           .returning({ id: mfaBackupCodes.id });
-        if (!used) return recordFailure(user.sessionId);
+        if (!used) return recordFailure(user.sessionId, 'backupCode');
       }
       await deps.db.update(dashboardSessions).set({ mfaSatisfied: true, mfaFailedAttempts: 0 }).where(eq(dashboardSessions.id, user.sessionId));
     },

@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import { ApiError, getConnector, openWithSecret, schema, sealWithSecret, type Database } from '@portcullis/core';
 import { loadAgentAccess, requireOwner } from '../agents/agent-access.ts';
 import type { SignedIn } from '../agents/agent-service.ts';
@@ -20,31 +20,36 @@ export function acceptsWebhookSecret(service: string): boolean {
 }
 
 export interface CredentialsInput {
-  clientId: string;
-  clientSecret: string;
+  /** With `clientSecret`: the OAuth app. Both or neither; absent keeps the stored app. */
+  clientId?: string | undefined;
+  clientSecret?: string | undefined;
   webhookSecret?: string | undefined;
   clearWebhookSecret?: true | undefined;
 }
 
-/** The answer of a PUT: never a secret. */
-export interface CredentialsSetView { service: string; configured: true; hasWebhookSecret: boolean }
+/** The answer of a PUT: never a secret. `configured` says whether the OAuth app is set. */
+export interface CredentialsSetView { service: string; configured: boolean; hasWebhookSecret: boolean }
 
-/** One configured connector in the listing: metadata only, never a secret. */
-export interface CredentialsView extends CredentialsSetView { clientId: string; updatedAt: string }
+/** One connector with stored credentials in the listing: metadata only, never a secret. */
+export interface CredentialsView extends CredentialsSetView { clientId: string | null; updatedAt: string }
 
-/** Plain secrets, for the gateway's own OAuth and webhook code; no route returns these. */
-export interface OpenedCredentials { clientId: string; clientSecret: string; webhookSecret: string | null }
+/** Plain OAuth-app secrets, for the gateway's own OAuth code; no route returns these. */
+export interface OpenedCredentials { clientId: string; clientSecret: string }
 
 type Row = typeof schema.connectorCredentials.$inferSelect;
 
 function toView(row: Row): CredentialsView {
-  return { service: row.service, configured: true, clientId: row.clientId, hasWebhookSecret: row.webhookSecretSealed !== null, updatedAt: row.updatedAt.toISOString() };
+  return {
+    service: row.service, configured: row.clientId !== null, clientId: row.clientId,
+    hasWebhookSecret: row.webhookSecretSealed !== null, updatedAt: row.updatedAt.toISOString(),
+  };
 }
 
 /**
- * Owner OAuth-app credentials per agent and connector. Every operation is owner-only: outsiders
- * get 404, members 403 (see `loadAgentAccess`). Secrets are sealed with the server secret before
- * they reach the database and are never returned by the REST API.
+ * Owner OAuth-app credentials and webhook secrets per agent and connector. Every operation is
+ * owner-only: outsiders get 404, members 403 (see `loadAgentAccess`). Secrets are sealed with
+ * the server secret before they reach the database and are never returned by the REST API.
+ * A webhook connector may hold a webhook secret without an OAuth app (decision 006).
  */
 export function createCredentialsService(deps: { db: Database; secret: string }) {
   const { db, secret } = deps;
@@ -63,6 +68,9 @@ export function createCredentialsService(deps: { db: Database; secret: string })
         throw new ApiError('invalid_request', `The ${service} connector takes no webhook secret: remove "${field}" (only ${[...WEBHOOK_SECRET_SERVICES].join(', ')} accept one).`, { field, in: 'body' });
       }
     }
+    if (input.clientId === undefined) {
+      throw new ApiError('invalid_request', `The ${service} connector needs "clientId" and "clientSecret".`, { field: 'clientId', in: 'body' });
+    }
   }
 
   return {
@@ -72,27 +80,40 @@ export function createCredentialsService(deps: { db: Database; secret: string })
       return { credentials: rows.map(toView) };
     },
 
-    /** Upsert. Without `webhookSecret` a stored one is kept, unless `clearWebhookSecret`. */
+    /**
+     * Upsert. Without `clientId`/`clientSecret` the stored OAuth app is kept; without
+     * `webhookSecret` the stored webhook secret is kept, unless `clearWebhookSecret`. Clearing
+     * the webhook secret of a row that holds nothing else removes the row.
+     */
     async put(agentId: string, user: SignedIn, service: string, input: CredentialsInput): Promise<CredentialsSetView> {
       checkInput(service, input);
       await ownerAccess(agentId, user);
-      const clientSecretSealed = sealWithSecret(secret, CLIENT_SECRET_LABEL, input.clientSecret);
+      const at = and(eq(table.agentId, agentId), eq(table.service, service));
+      const app = input.clientId !== undefined && input.clientSecret !== undefined
+        ? { clientId: input.clientId, clientSecretSealed: sealWithSecret(secret, CLIENT_SECRET_LABEL, input.clientSecret) }
+        : undefined;
+      if (!app && input.webhookSecret === undefined) {
+        // Only `clearWebhookSecret`: nothing to insert, so no row is created for it.
+        const [kept] = await db.update(table).set({ webhookSecretSealed: null, updatedAt: sql`now()` })
+          .where(and(at, isNotNull(table.clientId))).returning();
+        if (!kept) await db.delete(table).where(and(at, isNull(table.clientId)));
+        return { service, configured: Boolean(kept), hasWebhookSecret: false };
+      }
       const webhookSecretSealed = input.webhookSecret !== undefined
         ? sealWithSecret(secret, WEBHOOK_SECRET_LABEL, input.webhookSecret)
         : input.clearWebhookSecret ? null : undefined;
       const [row] = await db.insert(table)
-        .values({ agentId, service, clientId: input.clientId, clientSecretSealed, webhookSecretSealed: webhookSecretSealed ?? null })
+        .values({ agentId, service, clientId: app?.clientId ?? null, clientSecretSealed: app?.clientSecretSealed ?? null, webhookSecretSealed: webhookSecretSealed ?? null })
         .onConflictDoUpdate({
           target: [table.agentId, table.service],
           set: {
-            clientId: input.clientId,
-            clientSecretSealed,
+            ...(app ?? {}),
             ...(webhookSecretSealed !== undefined ? { webhookSecretSealed } : {}),
             updatedAt: sql`now()`,
           },
         })
         .returning();
-      return { service, configured: true, hasWebhookSecret: row!.webhookSecretSealed !== null };
+      return { service, configured: row!.clientId !== null, hasWebhookSecret: row!.webhookSecretSealed !== null };
     },
 
     /** 404 when the agent has no credentials for the service. */
@@ -103,15 +124,21 @@ export function createCredentialsService(deps: { db: Database; secret: string })
       if (gone.length === 0) throw new ApiError('not_found', `No credentials are set for ${service}.`);
     },
 
-    /** Internal: the plain credentials for the gateway's own use; undefined when none are set. */
+    /** Internal: the plain OAuth-app credentials for the gateway's own use; undefined when no app is set. */
     async open(agentId: string, service: string): Promise<OpenedCredentials | undefined> {
       const [row] = await db.select().from(table).where(and(eq(table.agentId, agentId), eq(table.service, service))).limit(1);
-      if (!row) return undefined;
+      if (!row?.clientId || !row.clientSecretSealed) return undefined;
       return {
         clientId: row.clientId,
         clientSecret: openWithSecret(secret, CLIENT_SECRET_LABEL, row.clientSecretSealed),
-        webhookSecret: row.webhookSecretSealed === null ? null : openWithSecret(secret, WEBHOOK_SECRET_LABEL, row.webhookSecretSealed),
       };
+    },
+
+    /** Internal: the plain webhook secret (with or without an OAuth app); null when none is set. */
+    async webhookSecretOf(agentId: string, service: string): Promise<string | null> {
+      const [row] = await db.select({ sealed: table.webhookSecretSealed }).from(table)
+        .where(and(eq(table.agentId, agentId), eq(table.service, service))).limit(1);
+      return row?.sealed ? openWithSecret(secret, WEBHOOK_SECRET_LABEL, row.sealed) : null;
     },
   };
 }

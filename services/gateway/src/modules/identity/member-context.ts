@@ -10,6 +10,8 @@ export interface MemberContext {
   agentId: string;
   agentName: string;
   agentStatus: 'active' | 'disabled';
+  /** A trusted agent hides policy identities from members who do not own it (decision 022), in tool results too. */
+  agentType: 'standard' | 'trusted';
   agentPolicyVersion: number;
   allowedServices: string[];
   connections: MemberConnection[];

@@ -43,6 +43,7 @@ export function createMemberKeyResolver(deps: { db: Database; bus: Bus; ttlMs?: 
         agentId: agents.id,
         agentName: agents.name,
         agentStatus: agents.status,
+        agentType: agents.type,
         agentPolicyVersion: agents.policyVersion,
         allowedServices: agents.allowedServices,
       })
@@ -71,6 +72,7 @@ export function createMemberKeyResolver(deps: { db: Database; bus: Bus; ttlMs?: 
       agentId: row.agentId,
       agentName: row.agentName,
       agentStatus: row.agentStatus,
+      agentType: row.agentType,
       agentPolicyVersion: row.agentPolicyVersion,
       allowedServices: row.allowedServices,
       connections: memberConnections.map((c) => ({

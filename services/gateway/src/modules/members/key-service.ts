@@ -7,6 +7,7 @@ import {
 import { loadAgentAccess } from '../agents/agent-access.ts';
 import type { SignedInUser } from '../auth/auth-service.ts';
 import { loadSelfOrOwnerTarget, requireSelf } from './member-views.ts';
+import { announceEndedSessions, endSessionsOfKeys } from '../sessions/session-registry.ts';
 
 const { connections, memberKeys, members } = schema;
 
@@ -57,7 +58,7 @@ export function createKeyService(deps: { db: Database; bus: Pick<Bus, 'publishCh
       requireSelf(access, memberId, 'generate their key');
       const key = generateMemberKey();
       const at = new Date(now());
-      const { keyId, revoked, vault } = await db.transaction(async (tx) => {
+      const { keyId, revoked, ended, vault } = await db.transaction(async (tx) => {
         // Serialises concurrent issues for one member: each sees the other's key and vault.
         const [member] = await tx.select().from(members).where(and(eq(members.id, memberId), eq(members.agentId, agentId))).for('update');
         if (!member || member.status === 'rejected') throw new ApiError('not_found', 'Agent not found.');
@@ -102,20 +103,29 @@ export function createKeyService(deps: { db: Database; bus: Pick<Bus, 'publishCh
           memberId, keyHash: digestKey(key), displaySuffix: displaySuffixOf(key), createdAt: at,
         }).returning({ id: memberKeys.id });
         await tx.update(members).set({ vaultPublicKey: publicKey, vaultWrappedPrivateKey: wrappedPrivateKey }).where(eq(members.id, memberId));
-        return { keyId: created!.id, revoked: revokedRows.map((r) => r.id), vault: outcome };
+        const revoked = revokedRows.map((r) => r.id);
+        // The replaced key's tool sessions end with it.
+        return { keyId: created!.id, revoked, ended: await endSessionsOfKeys(tx, revoked, 'key_rotated', at), vault: outcome };
       });
       for (const id of revoked) bus.publishChange({ kind: 'key.revoked', keyId: id, agentId });
+      announceEndedSessions(bus, ended);
       return { key, keyId, displaySuffix: displaySuffixOf(key), vault };
     },
 
-    /** Self or owner: revokes the member's key (no-op when there is none) and announces it. */
+    /** Self or owner: revokes the member's key (no-op when there is none), ends its tool sessions, and announces both. */
     async revoke(agentId: string, user: SignedInUser, memberId: string): Promise<void> {
       const access = await loadAgentAccess(db, agentId, user.id);
       const target = await loadSelfOrOwnerTarget(db, access, memberId, 'revoke this key');
-      const revoked = await db.update(memberKeys).set({ revokedAt: new Date(now()) })
-        .where(and(eq(memberKeys.memberId, target.id), isNull(memberKeys.revokedAt)))
-        .returning({ id: memberKeys.id });
-      for (const { id } of revoked) bus.publishChange({ kind: 'key.revoked', keyId: id, agentId });
+      const at = new Date(now());
+      const { revoked, ended } = await db.transaction(async (tx) => {
+        const rows = await tx.update(memberKeys).set({ revokedAt: at })
+          .where(and(eq(memberKeys.memberId, target.id), isNull(memberKeys.revokedAt)))
+          .returning({ id: memberKeys.id });
+        const ids = rows.map((r) => r.id);
+        return { revoked: ids, ended: await endSessionsOfKeys(tx, ids, 'key_revoked', at) };
+      });
+      for (const id of revoked) bus.publishChange({ kind: 'key.revoked', keyId: id, agentId });
+      announceEndedSessions(bus, ended);
     },
 
     /**

@@ -3,8 +3,12 @@ import { ApiError, schema, type Bus, type Database } from '@portcullis/core';
 import { loadAgentAccess, requireApproved, requireOwner } from '../agents/agent-access.ts';
 import { normaliseEmail, type SignedInUser } from '../auth/auth-service.ts';
 import type { Mailer } from '../mail/mailer.ts';
+import { quotedForMail } from '../mail/plain-text.ts';
 import { INVITE_TTL_MS, readInviteToken, signInviteToken } from './invite-tokens.ts';
-import { loadMemberOfAgent, loadSelfOrOwnerTarget, memberViewOf, memberViewsOf, type ConnectionView, type MemberView } from './member-views.ts';
+import {
+  loadMemberOfAgent, loadSelfOrOwnerTarget, memberSummaryOf, memberViewOf, memberViewsOf, seesInFull, type ConnectionView, type MemberSummary, type MemberView,
+} from './member-views.ts';
+import { announceEndedSessions, endSessionsOfKeys } from '../sessions/session-registry.ts';
 
 const { connections, invites, memberKeys, members } = schema;
 
@@ -89,13 +93,16 @@ export function createMemberService(deps: {
       const token = signInviteToken(deps.secret, { inviteId: row!.id, agentId, email, exp: expiresAt.getTime() });
       const url = `${deps.publicUrl}/join?token=${token}`;
       try {
+        // The agent's name is the inviter's text, not ours: it stays out of the subject, and the
+        // body quotes it as plain text that no mail client turns into a link. The only link is the invite.
         await deps.mailer.send({
           to: email,
-          subject: `You are invited to join "${access.agent.name}" on Portcullis`,
-          text: `${user.email} invited you to join the agent "${access.agent.name}" on Portcullis.\n\n`
+          subject: `${user.email} invited you to an agent on Portcullis`,
+          text: `${user.email} invited you (${email}) to join an agent on Portcullis. The agent's name, as they wrote it:\n\n`
+            + `    ${quotedForMail(access.agent.name)}\n\n`
             + `Open this link and sign in as ${email} to ask to join:\n${url}\n\n`
             + `An owner of the agent approves your request before you can use it. The link expires on ${expiresAt.toISOString()}.\n\n`
-            + 'If you did not expect this, ignore this message.',
+            + `If you do not know ${user.email} or did not expect this, ignore this message.`,
           link: url,
         });
       } catch (cause) {
@@ -162,9 +169,10 @@ export function createMemberService(deps: {
 
     /**
      * Approved members and owners: the agent's members, oldest first. Rejected requests are
-     * shown to owners only (so they can be removed); pending callers get 403.
+     * shown to owners only (so they can be removed); pending callers get 403. Owners see every
+     * record in full; members their own in full and the others' name, role and status only.
      */
-    async list(agentId: string, user: SignedInUser, query: MemberListQuery): Promise<{ members: MemberView[]; total: number }> {
+    async list(agentId: string, user: SignedInUser, query: MemberListQuery): Promise<{ members: Array<MemberView | MemberSummary>; total: number }> {
       const access = await loadAgentAccess(db, agentId, user.id);
       requireApproved(access);
       const visible = access.isOwner ? ['pending', 'approved', 'rejected'] as const : ['pending', 'approved'] as const;
@@ -175,7 +183,9 @@ export function createMemberService(deps: {
         db.select({ n: count() }).from(members).where(where),
         db.select().from(members).where(where).orderBy(asc(members.createdAt), asc(members.id)).limit(query.limit).offset(query.offset),
       ]);
-      return { members: await memberViewsOf(db, rows), total: Number(counted?.n ?? 0) };
+      // Only the records shown in full have their keys and connections looked up at all.
+      const full = new Map((await memberViewsOf(db, rows.filter((r) => seesInFull(access, r.id)))).map((v) => [v.id, v]));
+      return { members: rows.map((r) => full.get(r.id) ?? memberSummaryOf(r)), total: Number(counted?.n ?? 0) };
     },
 
     /**
@@ -204,16 +214,18 @@ export function createMemberService(deps: {
       requireOwner(access);
       await loadMemberOfAgent(db, agentId, memberId);
       const at = new Date(now());
-      const { updated, revoked } = await db.transaction(async (tx) => {
+      const { updated, revoked, ended } = await db.transaction(async (tx) => {
         const [row] = await tx.update(members).set({ status: 'rejected', approvedAt: null })
           .where(and(eq(members.id, memberId), eq(members.status, 'pending'))).returning();
         if (!row) throw new ApiError('conflict', 'Only a pending member can be rejected.', { reason: 'not_pending' });
         const keys = await tx.update(memberKeys).set({ revokedAt: at })
           .where(and(eq(memberKeys.memberId, memberId), isNull(memberKeys.revokedAt))).returning({ id: memberKeys.id });
         await tx.delete(invites).where(and(eq(invites.agentId, agentId), eq(invites.email, row.email), isNull(invites.consumedAt)));
-        return { updated: row, revoked: keys.map((k) => k.id) };
+        const revoked = keys.map((k) => k.id);
+        return { updated: row, revoked, ended: await endSessionsOfKeys(tx, revoked, 'key_revoked', at) };
       });
       announceRevoked(agentId, revoked);
+      announceEndedSessions(bus, ended);
       bus.publishChange({ kind: 'agent.changed', agentId });
       return memberViewOf(db, updated);
     },
@@ -226,7 +238,7 @@ export function createMemberService(deps: {
       const access = await loadAgentAccess(db, agentId, user.id);
       requireOwner(access);
       await loadMemberOfAgent(db, agentId, memberId);
-      const keyIds = await db.transaction(async (tx) => {
+      const { keyIds, ended } = await db.transaction(async (tx) => {
         // Lock every owner row first: two owners removing each other at once cannot both succeed.
         const owners = await tx.select({ id: members.id }).from(members)
           .where(and(eq(members.agentId, agentId), eq(members.role, 'owner'), eq(members.status, 'approved')))
@@ -238,10 +250,14 @@ export function createMemberService(deps: {
           throw new ApiError('conflict', 'This is the agent\'s last owner; delete the agent instead.', { reason: 'last_owner' });
         }
         const keys = await tx.select({ id: memberKeys.id }).from(memberKeys).where(eq(memberKeys.memberId, memberId));
+        const ids = keys.map((k) => k.id);
+        // Ended before the cascade deletes them, so their counters are dropped too.
+        const endedSessions = await endSessionsOfKeys(tx, ids, 'member_removed', new Date(now()));
         await tx.delete(members).where(eq(members.id, memberId));
-        return keys.map((k) => k.id);
+        return { keyIds: ids, ended: endedSessions };
       });
       announceRevoked(agentId, keyIds);
+      announceEndedSessions(bus, ended);
       bus.publishChange({ kind: 'agent.changed', agentId });
     },
 

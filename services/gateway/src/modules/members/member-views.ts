@@ -19,6 +19,22 @@ export interface MemberView {
   connections: Array<{ service: string; identityInfo: Record<string, unknown>; status: 'active' | 'needs_reauth' }>;
 }
 
+/** Another member as a non-owner sees them: who they are, not what they hold (decision 028). */
+export type MemberSummary = Pick<MemberView, 'id' | 'email' | 'role' | 'status'>;
+
+/**
+ * The one visibility rule for member records: owners see every member in full; anyone else
+ * sees their own record in full and only the name (e-mail), role and status of the others —
+ * never their key suffix, key use, connections or the identities behind them.
+ */
+export function seesInFull(viewer: AgentAccess, memberId: string): boolean {
+  return viewer.isOwner || viewer.membership.id === memberId;
+}
+
+export function memberSummaryOf(row: MemberRow): MemberSummary {
+  return { id: row.id, email: row.email, role: row.role, status: row.status };
+}
+
 /** One of a member's connections, as `GET …/members/:memberId/connections` lists it. */
 export interface ConnectionView {
   service: string;
@@ -73,6 +89,6 @@ export function requireSelf(access: AgentAccess, memberId: string, what: string)
  */
 export async function loadSelfOrOwnerTarget(db: Database, access: AgentAccess, memberId: string, what: string): Promise<MemberRow> {
   if (access.membership.id === memberId) return access.membership;
-  if (!access.isOwner) throw new ApiError('forbidden', `Only the member themself or an owner of this agent can ${what}.`);
+  if (!seesInFull(access, memberId)) throw new ApiError('forbidden', `Only the member themself or an owner of this agent can ${what}.`);
   return loadMemberOfAgent(db, access.agent.id, memberId);
 }

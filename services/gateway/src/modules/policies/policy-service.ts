@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { ApiError, type Bus, type Database } from '@portcullis/core';
+import { ApiError, toolsCovered, type Bus, type Database } from '@portcullis/core';
 import type { AuditClient } from '../../clients/audit-client.ts';
 import type { PolicyClient, SimulateResponse } from '../../clients/policy-client.ts';
 import { loadAgentAccess, requireOwner, type AgentAccess } from '../agents/agent-access.ts';
@@ -66,6 +66,8 @@ function toView(row: PolicyRow, version: number | null, triggers: Triggers): Pol
   return {
     id: row.id,
     ...contentOfRow(row),
+    tools: toolsCovered(row.service, row.tools, row.tiers),
+    listedTools: row.tools,
     version,
     currentVersionId: row.currentVersionId,
     triggerCount: triggers ? hit?.count ?? 0 : null,

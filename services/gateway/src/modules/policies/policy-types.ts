@@ -81,6 +81,10 @@ export const policyContentSchema = z.object({
 /** A policy as the REST API shows it: every field of the spec's list table, plus what the editor needs. */
 export interface PolicyView extends Omit<PolicyContent, 'conditions'> {
   id: string;
+  /** Every tool the policy covers, in catalog order: `listedTools` plus the tools of `tiers` (all the service's when both are empty). */
+  tools: string[];
+  /** The tools the policy names one by one, as written (the body's `tools`); `tiers` is as written too. */
+  listedTools: string[];
   conditions: PolicyConditions;
   /** Number of the version in force (1 after create); null for a row that has no version yet. */
   version: number | null;

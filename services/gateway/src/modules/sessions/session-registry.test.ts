@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, schema, type ChangeEvent, type DatabaseHandle } from '@portcullis/core';
 import { createTestDatabase, type TestDatabase } from '@portcullis/core/testing';
-import { createSessionRegistry, type SessionRegistry } from './session-registry.ts';
+import { announceEndedSessions, createSessionRegistry, endSessionsOfKeys, type SessionRegistry } from './session-registry.ts';
 
 const IDLE_MS = 60 * 60_000;
 
@@ -81,5 +81,28 @@ describe('session registry (real Postgres, injected clock)', () => {
     expect(page.total).toBe(4);
     expect((await registry.list(randomUUID(), { limit: 10, offset: 0 })).total).toBe(0);
     expect(await registry.get(randomUUID(), a)).toBeUndefined();
+  });
+
+  it('ends the live sessions of given keys only (with the reason), and announces exactly those', async () => {
+    const [other] = await handle.db.insert(schema.memberKeys).values({ memberId: ids.memberId, keyHash: 'h2', displaySuffix: 'efgh' }).returning();
+    const live = await open();
+    const alreadyEnded = await open();
+    await registry.end(alreadyEnded, 'client');
+    const otherKey = randomUUID();
+    await registry.open({ id: otherKey, ...ids, keyId: other!.id, clientName: 'c', clientVersion: '1', protocolVersion: '2025-06-18' });
+    events.length = 0;
+
+    const ended = await handle.db.transaction((tx) => endSessionsOfKeys(tx, [ids.keyId], 'key_revoked', new Date(clock.now)));
+    expect(ended.map((e) => e.sessionId)).toContain(live);
+    expect(ended.map((e) => e.sessionId)).not.toContain(alreadyEnded);
+    expect(ended.map((e) => e.sessionId)).not.toContain(otherKey);
+    expect(await registry.findLive(live)).toBeUndefined();
+    expect(await registry.get(ids.agentId, live)).toMatchObject({ status: 'terminated', endReason: 'key_revoked', endedAt: new Date(clock.now).toISOString() });
+    expect(await registry.get(ids.agentId, alreadyEnded)).toMatchObject({ endReason: 'client' });
+    expect(await registry.findLive(otherKey)).toMatchObject({ status: 'active' });
+    expect(await endSessionsOfKeys(handle.db, [], 'key_revoked', new Date(clock.now))).toEqual([]);
+
+    announceEndedSessions({ publishChange: (e) => events.push(e) }, ended);
+    expect(events).toEqual(ended.map((e) => ({ kind: 'session.ended', sessionId: e.sessionId, agentId: ids.agentId })));
   });
 });

@@ -1,10 +1,37 @@
-import { and, count, desc, eq, getTableColumns, lt, sql, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, getTableColumns, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { schema, type Bus, type Database } from '@portcullis/core';
 
 const { toolSessions, members } = schema;
 
 export type ToolSessionRow = typeof toolSessions.$inferSelect;
-export type SessionEndReason = 'client' | 'reset' | 'expired';
+/**
+ * Why a session ended: `client` (DELETE /mcp), `reset` (an owner or the member), `expired`
+ * (idle), `key_rotated` / `key_revoked` (its member key was replaced or revoked — rejecting a
+ * member revokes theirs), `member_removed` (decision 017).
+ */
+export type SessionEndReason = 'client' | 'reset' | 'expired' | 'key_rotated' | 'key_revoked' | 'member_removed';
+
+/** A session ended inside a transaction, to announce once it committed. */
+export interface EndedSession { sessionId: string; agentId: string }
+
+/**
+ * Ends, inside the caller's transaction, every live tool session opened with one of `keyIds`:
+ * they list as ended at once, and their next request is 404 on every replica. Whoever revokes
+ * or deletes keys calls this in the same transaction, then `announceEndedSessions` after it
+ * commits, so the sessions' counters start fresh.
+ */
+export async function endSessionsOfKeys(tx: Pick<Database, 'update'>, keyIds: readonly string[], reason: SessionEndReason, at: Date): Promise<EndedSession[]> {
+  if (keyIds.length === 0) return [];
+  return tx.update(toolSessions)
+    .set({ status: 'terminated', endedAt: at, endReason: reason })
+    .where(and(inArray(toolSessions.keyId, [...keyIds]), eq(toolSessions.status, 'active')))
+    .returning({ sessionId: toolSessions.id, agentId: toolSessions.agentId });
+}
+
+/** Publishes `session.ended` for sessions `endSessionsOfKeys` ended (their counters are dropped). */
+export function announceEndedSessions(bus: Pick<Bus, 'publishChange'>, ended: readonly EndedSession[]): void {
+  for (const { sessionId, agentId } of ended) bus.publishChange({ kind: 'session.ended', sessionId, agentId });
+}
 
 /** A session as the API shows it; `expired` is an active session idle past the window. */
 export interface ToolSessionView {

@@ -5,6 +5,7 @@ import { huggingfaceWebhook } from './huggingface-webhook.ts';
 import { linearWebhook } from './linear-webhook.ts';
 import { slackWebhook } from './slack-webhook.ts';
 import { storedEntitiesOf } from './stored-entities.ts';
+import { fieldWithControlCharacter } from '../../plugins/text-input-guard.ts';
 import { stripeWebhook } from './stripe-webhook.ts';
 import type { EntityChange, WebhookHeaders, WebhookProvider } from './webhook-types.ts';
 
@@ -38,12 +39,17 @@ export interface WebhookLog {
   warn(details: object, message: string): void;
 }
 
+/** The verified body as JSON; like every other `/api` body, control characters in it are refused. */
 function parseJson(rawBody: Buffer): unknown {
+  let parsed: unknown;
   try {
-    return JSON.parse(rawBody.toString('utf8'));
+    parsed = JSON.parse(rawBody.toString('utf8'));
   } catch {
     throw new ApiError('invalid_request', 'The body is not valid JSON.', { field: 'body', in: 'body' });
   }
+  const field = fieldWithControlCharacter(parsed);
+  if (field !== undefined) throw new ApiError('invalid_request', `Invalid body field "${field || 'body'}": control characters are not allowed.`, { field: field || 'body', in: 'body' });
+  return parsed;
 }
 
 /**
@@ -92,7 +98,7 @@ export function createWebhookService(deps: { db: Database; secret: string; now?:
       if (provider === undefined) {
         throw new ApiError('not_found', `No webhooks are received for "${service.slice(0, 64)}": only ${[...WEBHOOK_SECRET_SERVICES].join(', ')} send them.`);
       }
-      const webhookSecret = (await credentials.open(agentId, service))?.webhookSecret;
+      const webhookSecret = await credentials.webhookSecretOf(agentId, service);
       if (!webhookSecret) throw new ApiError('not_found', NO_ENDPOINT);
 
       const verification = provider.verify({ rawBody, headers, secret: webhookSecret, nowMs: now() });

@@ -1,3 +1,5 @@
+import type { AuditEntry } from '$lib/api/types.ts';
+
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const compact = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
 
@@ -24,18 +26,19 @@ export function formatDuration(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
 }
 
-/** An ISO instant as a `datetime-local` input value (the reader's local time), or '' when not one. */
-export function toLocalInput(iso: string | undefined): string {
-  if (!iso) return '';
-  const at = new Date(iso);
-  if (Number.isNaN(at.getTime())) return '';
-  const local = new Date(at.getTime() - at.getTimezoneOffset() * 60_000);
-  return local.toISOString().slice(0, 16);
+/**
+ * `service` of an entry that records an `/mcp` request other than a tool call (initialize,
+ * tools/list, `HTTP DELETE`… refused for a disabled agent; decision 001): audited, but not a call.
+ */
+export const MCP_PROTOCOL_SERVICE = 'mcp';
+
+/** Whether the entry records a tool call (of a known tool or not), as call counters count them. */
+export function isToolCall(entry: Pick<AuditEntry, 'service'>): boolean {
+  return entry.service !== MCP_PROTOCOL_SERVICE;
 }
 
-/** A `datetime-local` value (local time) as an ISO instant in UTC, or undefined when empty. */
-export function fromLocalInput(value: string): string | undefined {
-  if (!value) return undefined;
-  const at = new Date(value);
-  return Number.isNaN(at.getTime()) ? undefined : at.toISOString();
+/** What the entry targeted, in one cell: `github__get_me`, an unknown tool name as sent, or `initialize (MCP request)`. */
+export function targetLabel(entry: Pick<AuditEntry, 'service' | 'tool'>): string {
+  if (!isToolCall(entry)) return `${entry.tool} (MCP request)`;
+  return entry.service ? `${entry.service}__${entry.tool}` : entry.tool;
 }

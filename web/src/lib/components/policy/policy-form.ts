@@ -94,7 +94,7 @@ export function formOf(policy: Policy): PolicyForm {
     policyKey: policy.policyKey,
     effect: policy.effect,
     tiers: [...policy.tiers],
-    tools: [...policy.tools],
+    tools: [...policy.listedTools],
     principalType: policy.principal.type,
     memberIds: policy.principal.type === 'members' ? [...policy.principal.ids] : [],
     ...(c.timeWindow ? { timeWindowOn: true, days: [...c.timeWindow.days], start: c.timeWindow.start, end: c.timeWindow.end, timeZone: c.timeWindow.timeZone } : {}),
