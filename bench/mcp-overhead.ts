@@ -6,7 +6,8 @@
  * Cedar evaluates all of them), and measures `tools/call github__get_me`:
  *   - direct: MCP SDK client → sandbox GitHub upstream
  *   - gateway: MCP SDK client → /mcp → Cedar verdict over gRPC → upstream → audit on the bus
- * at fixed rates (latency p50/p99; 100 and 500 calls/s by default) and at saturation (64 in flight).
+ * sequentially (ALLOW, DENY, ping; with the product's per-stage means from its own histograms),
+ * at fixed rates (latency p50/p99; 100 and 500 calls/s by default) and at saturation (16 and 64 in flight).
  * Prints the figures, the added latency and the throughput ratio. Not a test: no assertions.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,7 +24,8 @@ import { sandboxTokenIssuer } from '../test/support/fixtures.ts';
 
 const RATES = (process.env.BENCH_RATES ?? '100,500').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
+const CONCURRENCIES = (process.env.BENCH_CONCURRENCY ?? '16,64').split(',').map(Number);
+const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 2_000);
 const POLICIES = Number(process.env.BENCH_POLICIES ?? 100);
 
 async function connect(url: string, token: string) {
@@ -57,6 +59,29 @@ async function fixedRate(call: () => Promise<unknown>, rate: number, seconds: nu
   await Promise.all(pending);
   latencies.sort((a, b) => a - b);
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), achieved: total / ((performance.now() - started) / 1000) };
+}
+
+/** One call at a time: latencies in ms. */
+async function sequential(call: () => Promise<unknown>, calls: number) {
+  const latencies: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const t0 = performance.now();
+    await call();
+    latencies.push(performance.now() - t0);
+  }
+  latencies.sort((a, b) => a - b);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+/** Sum and count of each stage of `portcullis_gateway_mcp_stage_seconds` in a Prometheus scrape. */
+function stageTotals(text: string): Map<string, { sum: number; count: number }> {
+  const totals = new Map<string, { sum: number; count: number }>();
+  for (const match of text.matchAll(/^portcullis_gateway_mcp_stage_seconds_(sum|count)\{stage="([a-z_]+)"\} ([0-9.e+-]+)$/gm)) {
+    const entry = totals.get(match[2]!) ?? { sum: 0, count: 0 };
+    entry[match[1] as 'sum' | 'count'] = Number(match[3]);
+    totals.set(match[2]!, entry);
+  }
+  return totals;
 }
 
 /** Closed loop with `concurrency` in flight: calls per second. */
@@ -112,12 +137,44 @@ async function main() {
       if (r.isError) throw new Error(`gateway denied the bench call: ${JSON.stringify(r.content)}`);
     };
 
+    const deniedTool = `github__${otherTools[0]!.name}`;
+    const callDenied = async () => {
+      const r = await gateway.callTool({ name: deniedTool, arguments: { owner: 'acme', repo: 'api' } });
+      if (!r.isError) throw new Error('the bench policy did not deny its tool');
+    };
+    const pingGateway = () => gateway.ping();
+
     // Warm up both paths (JIT, connection pools, the PDP's prepared set).
     process.stderr.write('bench: warm-up\n');
-    for (let i = 0; i < 500; i++) { await callDirect(); await callGateway(); }
+    for (let i = 0; i < 500; i++) { await callDirect(); await callGateway(); await callDenied(); await pingGateway(); }
 
     const f = (n: number) => n.toFixed(3);
     const report: string[] = [];
+
+    // Sequential: one call at a time, the product's own stage histograms read before and after.
+    process.stderr.write('bench: sequential\n');
+    const metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    const before = stageTotals(await (await fetch(metricsUrl)).text());
+    const seq = {
+      direct: await sequential(callDirect, SEQUENTIAL),
+      allow: await sequential(callGateway, SEQUENTIAL),
+      deny: await sequential(callDenied, SEQUENTIAL),
+      ping: await sequential(pingGateway, SEQUENTIAL),
+    };
+    const after = stageTotals(await (await fetch(metricsUrl)).text());
+    report.push(`| sequential (${SEQUENTIAL} each) | p50 ms | p99 ms | added p50 ms | added p99 ms |`, '|---|---:|---:|---:|---:|');
+    report.push(`| direct tools/call | ${f(seq.direct.p50)} | ${f(seq.direct.p99)} | | |`);
+    report.push(`| gateway tools/call ALLOW | ${f(seq.allow.p50)} | ${f(seq.allow.p99)} | **${f(seq.allow.p50 - seq.direct.p50)}** | **${f(seq.allow.p99 - seq.direct.p99)}** |`);
+    report.push(`| gateway tools/call DENY (no upstream) | ${f(seq.deny.p50)} | ${f(seq.deny.p99)} | | |`);
+    report.push(`| gateway ping | ${f(seq.ping.p50)} | ${f(seq.ping.p99)} | | |`);
+    report.push('', '| stage (mean over the sequential phase) | calls | mean µs |', '|---|---:|---:|');
+    for (const [stage, { sum, count }] of after) {
+      const was = before.get(stage) ?? { sum: 0, count: 0 };
+      const n = count - was.count;
+      if (n > 0) report.push(`| ${stage} | ${n} | ${((sum - was.sum) / n * 1e6).toFixed(0)} |`);
+    }
+    report.push('');
+
     report.push('| load | path | p50 ms | p99 ms | calls/s |', '|---|---|---:|---:|---:|');
     for (const rate of RATES) {
       process.stderr.write(`bench: fixed rate ${rate}/s\n`);
@@ -127,16 +184,20 @@ async function main() {
       report.push(`| ${rate}/s | gateway | ${f(g.p50)} | ${f(g.p99)} | ${g.achieved.toFixed(0)} |`);
       report.push(`| ${rate}/s | **added** | **${f(g.p50 - d.p50)}** | **${f(g.p99 - d.p99)}** | |`);
     }
-    process.stderr.write('bench: saturation\n');
-    const dSat = await saturation(callDirect, CONCURRENCY, SECONDS);
-    const gSat = await saturation(callGateway, CONCURRENCY, SECONDS);
-    report.push(`| ${CONCURRENCY} in flight | direct | | | ${dSat.toFixed(0)} |`);
-    report.push(`| ${CONCURRENCY} in flight | gateway | | | ${gSat.toFixed(0)} |`);
+    const ratios: string[] = [];
+    for (const concurrency of CONCURRENCIES) {
+      process.stderr.write(`bench: saturation, ${concurrency} in flight\n`);
+      const dSat = await saturation(callDirect, concurrency, SECONDS);
+      const gSat = await saturation(callGateway, concurrency, SECONDS);
+      report.push(`| ${concurrency} in flight | direct | | | ${dSat.toFixed(0)} |`);
+      report.push(`| ${concurrency} in flight | gateway | | | ${gSat.toFixed(0)} |`);
+      ratios.push(`${concurrency} in flight ${(gSat / dSat).toFixed(2)}`);
+    }
 
     console.log(`\nbench/mcp-overhead: tools/call github__get_me, ${POLICIES} policies on the agent, audit on`);
     console.log(`${SECONDS}s per measurement; client, gateway process and upstream process share one 2-core machine over loopback\n`);
     console.log(report.join('\n'));
-    console.log(`\nsaturation ratio gateway/direct ${(gSat / dSat).toFixed(2)} (goal >= 0.33); goals at 500/s: added p50 <= 0.5 ms, added p99 <= 2 ms`);
+    console.log(`\nsaturation ratio gateway/direct: ${ratios.join(', ')} (goal >= 0.6); goals: sequential ALLOW added p50 <= 0.5 ms and p99 <= 2 ms, ping added p50 <= 0.2 ms, DENY p50 <= 0.5 ms`);
     await direct.close();
     await gateway.close();
   } catch (err) {

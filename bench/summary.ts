@@ -77,8 +77,10 @@ async function replicas() {
 
 if (!SKIP.has('mcp-overhead')) {
   const out = await run('bench/mcp-overhead.ts', { BENCH_RATES: '100', BENCH_SECONDS: String(Math.min(SECONDS, 5)) });
-  const [ratio] = pick(out, /saturation ratio gateway\/direct ([\d.]+)/);
-  rows.push(['gateway overhead: saturation gateway ÷ direct', ratio ?? '?', '', '']);
+  const [r16, r64] = pick(out, /saturation ratio gateway\/direct: 16 in flight ([\d.]+), 64 in flight ([\d.]+)/);
+  const [added50, added99] = pick(out, /\| gateway tools\/call ALLOW \| [\d.]+ \| [\d.]+ \| \*\*([-\d.]+)\*\* \| \*\*([-\d.]+)\*\* \|/);
+  rows.push(['gateway overhead: sequential ALLOW added p50 / p99', `${added50 ?? '?'} / ${added99 ?? '?'} ms`, 'direct call in the same run', '']);
+  rows.push(['gateway overhead: saturation gateway ÷ direct (16 / 64 in flight)', `${r16 ?? '?'} / ${r64 ?? '?'}`, '', '']);
 }
 if (!SKIP.has('pdp')) {
   const out = await run('bench/pdp.ts', { BENCH_SIZES: '100', BENCH_CALLS: '3000', BENCH_WARMUP: '1000' });

@@ -10,8 +10,8 @@ const DEDUP_WINDOW = 100_000;
  */
 export function createMemoryBus(): Bus {
   const queue: AuditEntry[] = [];
+  /** Message ids in the de-duplication window, oldest first (a Set keeps insertion order). */
   const seen = new Set<string>();
-  const seenOrder: string[] = [];
   const listeners = new Set<(event: ChangeEvent) => void>();
   const wakers = new Set<() => void>();
   const auditListeners = new Set<(entry: AuditEntry) => void>();
@@ -28,8 +28,7 @@ export function createMemoryBus(): Bus {
       const messageId = auditMessageId(entry);
       if (seen.has(messageId)) return;
       seen.add(messageId);
-      seenOrder.push(messageId);
-      if (seenOrder.length > DEDUP_WINDOW) seen.delete(seenOrder.shift()!);
+      if (seen.size > DEDUP_WINDOW) seen.delete(seen.values().next().value!);
       queue.push(entry);
       wake();
     },
@@ -38,7 +37,10 @@ export function createMemoryBus(): Bus {
       let running = true;
       let inFlight: AuditEntry[] = [];
       let wakeLoop: (() => void) | undefined;
-      const waker = () => wakeLoop?.();
+      // While a partial batch lingers (up to `maxWaitMs`), a new entry wakes the writer only once
+      // the batch is full: one insert per batch, not one per call.
+      let lingering = false;
+      const waker = () => { if (!lingering || queue.length >= options.batchSize) wakeLoop?.(); };
       wakers.add(waker);
 
       const sleep = (ms: number) => new Promise<void>((resolve) => {
@@ -63,7 +65,12 @@ export function createMemoryBus(): Bus {
       const loop = (async () => {
         let backoff = 100;
         while (running) {
-          if (queue.length < options.batchSize) await sleep(queue.length === 0 ? 60_000 : options.maxWaitMs);
+          if (queue.length === 0) await sleep(60_000);
+          if (running && queue.length > 0 && queue.length < options.batchSize) {
+            lingering = true;
+            await sleep(options.maxWaitMs);
+            lingering = false;
+          }
           if (!running) break;
           if (await handleOnce()) backoff = 100;
           else { await sleep(backoff); backoff = Math.min(backoff * 2, 5_000); }
@@ -72,7 +79,7 @@ export function createMemoryBus(): Bus {
 
       const stop = async () => {
         running = false;
-        waker();
+        wakeLoop?.();
         await loop;
         wakers.delete(waker);
         consumerCount -= 1;

@@ -1,18 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
+import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
+import {
+  isInitializeRequest, isJSONRPCRequest, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type InitializeRequest, type JSONRPCMessage,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { MemberKeyResolver } from '../modules/identity/member-key-resolver.ts';
 import type { MemberContext } from '../modules/identity/member-context.ts';
 import type { SessionRegistry } from '../modules/sessions/session-registry.ts';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { buildMcpServer, callerAuthInfo } from './mcp-server.ts';
+import { createMcpDispatcher } from './mcp-dispatcher.ts';
+import { startStage, timed } from './stage-timing.ts';
 import type { ToolCallService } from './tool-call-service.ts';
 import { createOriginCheck, type McpOriginPolicy } from './origin-guard.ts';
 
 /** JSON-RPC error codes used for protocol faults on `/mcp`. */
 export const JSONRPC_PARSE_ERROR = -32700;
 export const JSONRPC_INVALID_REQUEST = -32600;
+/** The SDK transport's code for HTTP-level refusals (Accept, Content-Type, protocol version). */
+export const JSONRPC_SERVER_ERROR = -32000;
 /** Implementation-defined: authentication and authorization faults at the HTTP layer. */
 export const JSONRPC_UNAUTHORIZED = -32001;
 export const JSONRPC_FORBIDDEN = -32003;
@@ -63,22 +68,19 @@ export async function mcpRoutes(app: FastifyInstance, options: {
 }) {
   const originRefusal = createOriginCheck(options.origins);
 
-  // Transports still answering; closed at shutdown (preClose: an open stream would keep the server up).
-  const open = new Set<StreamableHTTPServerTransport>();
-  app.addHook('preClose', async () => {
-    await Promise.all([...open].map((t) => t.close().catch(() => undefined)));
-    open.clear();
-  });
+  const dispatcher = createMcpDispatcher({ toolCalls: options.toolCalls, onError: (err) => app.log.error({ err }, 'MCP request failed') });
 
   // The body is parsed here, not by Fastify, so malformed JSON becomes JSON-RPC -32700.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_req, body, done) => done(null, body));
 
   app.addHook('onRequest', async (request, reply) => {
+    const finished = startStage('request');
+    reply.raw.once('finish', finished);
     const refusal = originRefusal(request.headers);
     if (refusal) return rpcError(reply, 403, JSONRPC_FORBIDDEN, refusal);
     const key = bearerOf(request);
-    const context = key ? await options.resolver.resolve(key) : undefined;
+    const context = key ? await timed('key', () => options.resolver.resolve(key)) : undefined;
     if (!context) {
       reply.header('WWW-Authenticate', 'Bearer realm="portcullis", error="invalid_token"');
       return rpcError(reply, 401, JSONRPC_UNAUTHORIZED, key ? 'Invalid or revoked member key' : 'A member key is required: Authorization: Bearer pcm_…');
@@ -113,48 +115,58 @@ export async function mcpRoutes(app: FastifyInstance, options: {
       return reply.code(405).header('allow', 'POST, DELETE').type('application/json')
         .send({ jsonrpc: '2.0', error: { code: JSONRPC_INVALID_REQUEST, message: 'This server sends no server-initiated messages: use POST' }, id: null });
     }
-    let transport: StreamableHTTPServerTransport;
-    let servingId = sessionId;
-    if (sessionId) {
+    if (request.method === 'DELETE') {
+      if (!sessionId) return rpcError(reply, 400, JSONRPC_INVALID_REQUEST, 'Bad request: no valid Mcp-Session-Id; send initialize first');
       const session = await options.sessions.findLive(sessionId);
-      if (!session || session.keyId !== context.keyId) {
-        return rpcError(reply, 404, JSONRPC_SESSION_NOT_FOUND, 'Session not found: initialize a new session');
-      }
-      if (request.method === 'DELETE') {
-        await options.sessions.end(sessionId, 'client');
-        return reply.code(200).send();
+      if (!session || session.keyId !== context.keyId) return rpcError(reply, 404, JSONRPC_SESSION_NOT_FOUND, 'Session not found: initialize a new session');
+      await options.sessions.end(sessionId, 'client');
+      return reply.code(200).send();
+    }
+
+    // POST: the Streamable HTTP rules the SDK's transport applies, then each request answered here.
+    const accept = request.headers.accept ?? '';
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+      return rpcError(reply, 406, JSONRPC_SERVER_ERROR, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+    }
+    if (!isJsonContentType(request.headers['content-type'])) {
+      return rpcError(reply, 415, JSONRPC_SERVER_ERROR, 'Unsupported Media Type: Content-Type must be application/json');
+    }
+    if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
+      return rpcError(reply, 400, JSONRPC_INVALID_REQUEST, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+    }
+    const parsed = startStage('parse');
+    const parsedMessages = (Array.isArray(body) ? body : [body]).map((m) => JSONRPCMessageSchema.safeParse(m));
+    parsed();
+    if (parsedMessages.length === 0 || parsedMessages.some((m) => !m.success)) {
+      return rpcError(reply, 400, JSONRPC_PARSE_ERROR, 'Parse error: Invalid JSON-RPC message');
+    }
+    const messages = parsedMessages.map((m) => m.data!) as JSONRPCMessage[];
+
+    let servingId: string;
+    const init = messages.find(isInitializeRequest) as InitializeRequest | undefined;
+    if (init) {
+      if (messages.length > 1) return rpcError(reply, 400, JSONRPC_INVALID_REQUEST, 'Invalid Request: Only one initialization request is allowed');
+      servingId = randomUUID();
+      await timed('session', () => options.sessions.open({ id: servingId, agentId: context.agentId, memberId: context.memberId, keyId: context.keyId, ...clientOf(init) }));
+    } else {
+      if (!sessionId) return rpcError(reply, 400, JSONRPC_INVALID_REQUEST, 'Bad request: no valid Mcp-Session-Id; send initialize first');
+      const session = await timed('session', () => options.sessions.findLive(sessionId));
+      if (!session || session.keyId !== context.keyId) return rpcError(reply, 404, JSONRPC_SESSION_NOT_FOUND, 'Session not found: initialize a new session');
+      const version = headerOf(request, 'mcp-protocol-version');
+      if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+        return rpcError(reply, 400, JSONRPC_SERVER_ERROR, `Bad Request: Unsupported protocol version: ${version.slice(0, 64)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`);
       }
       options.sessions.touch(sessionId);
-      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    } else {
-      const init = request.method === 'POST' ? initializeOf(body) : undefined;
-      if (!init) return rpcError(reply, 400, JSONRPC_INVALID_REQUEST, 'Bad request: no valid Mcp-Session-Id; send initialize first');
-      const id = randomUUID();
-      servingId = id;
-      await options.sessions.open({
-        id, agentId: context.agentId, memberId: context.memberId, keyId: context.keyId,
-        clientName: init.clientName, clientVersion: init.clientVersion, protocolVersion: init.protocolVersion,
-      });
-      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id, enableJsonResponse: true });
+      servingId = sessionId;
     }
-    open.add(transport);
-    await buildMcpServer(options.toolCalls).connect(transport);
+    reply.header('mcp-session-id', servingId);
 
-    reply.hijack();
-    const raw = request.raw as typeof request.raw & { auth?: AuthInfo };
-    raw.auth = callerAuthInfo({ context, callerIp: request.ip, sessionId: servingId });
-    try {
-      await transport.handleRequest(raw, reply.raw, body as JSONRPCMessage | JSONRPCMessage[] | undefined);
-    } catch (err) {
-      request.log.error({ err }, 'MCP transport failed');
-      if (!reply.raw.headersSent) {
-        reply.raw.writeHead(500, { 'content-type': 'application/json' });
-        reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }));
-      }
-    } finally {
-      open.delete(transport);
-      void transport.close().catch(() => undefined);
-    }
+    // Notifications and responses need no answer (the SDK's server ignores what it cannot act on).
+    const requests = messages.filter(isJSONRPCRequest);
+    if (requests.length === 0) return reply.code(202).send();
+    const caller = { context, callerIp: request.ip, sessionId: servingId };
+    const replies = await Promise.all(requests.map((r) => dispatcher.answer(r, caller)));
+    return reply.code(200).type('application/json').send(JSON.stringify(replies.length === 1 ? replies[0] : replies));
   };
 
   app.route({ method: ['POST', 'GET', 'DELETE'], url: '/mcp', handler: handle });
@@ -165,11 +177,8 @@ function headerOf(request: FastifyRequest, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** The `initialize` request of a POST body (alone or in a batch): who the client is. */
-function initializeOf(body: unknown): { clientName: string; clientVersion: string; protocolVersion: string } | undefined {
-  const init = (Array.isArray(body) ? body.find(isInitializeRequest) : isInitializeRequest(body) ? body : undefined) as
-    { params: { protocolVersion: string; clientInfo: { name: string; version: string } } } | undefined;
-  if (!init) return undefined;
+/** Who the client of an `initialize` says it is, as stored with its tool session. */
+function clientOf(init: InitializeRequest): { clientName: string; clientVersion: string; protocolVersion: string } {
   // Stored in Postgres and shown in the dashboard: control characters (NUL cannot be stored) are dropped.
   const clip = (value: unknown) => (typeof value === 'string' ? value.replace(/[\u0000-\u001F\u007F]/g, '').slice(0, 200) : '');
   return { clientName: clip(init.params.clientInfo?.name), clientVersion: clip(init.params.clientInfo?.version), protocolVersion: clip(init.params.protocolVersion) };

@@ -12,6 +12,7 @@ import { UpstreamError, type UpstreamPool } from '../clients/upstream-pool.ts';
 import { AuditUnavailable, type AuditPublisher } from '../modules/audit/audit-publisher.ts';
 import type { MemberConnection, MemberContext } from '../modules/identity/member-context.ts';
 import { hidesPolicyIdentities } from '../modules/audit/audit-scope.ts';
+import { startStage, timed } from './stage-timing.ts';
 import { ReauthRequired, type SealedTokens } from '../modules/connections/sealed-tokens.ts';
 
 export const POLICY_UNAVAILABLE = 'Policy service unavailable: the call was denied because no verdict could be obtained';
@@ -127,6 +128,7 @@ export function createToolCallService(deps: {
 
   async function decide(context: MemberContext, request: ToolCallRequest, service: string, tool: string): Promise<Verdict> {
     const stopTimer = authorizeDuration.startTimer();
+    const stageDone = startStage('authorize');
     try {
       const response = await deps.policy.authorize({
         agentId: context.agentId,
@@ -143,6 +145,7 @@ export function createToolCallService(deps: {
       return { decision: 'DENY', reason: POLICY_UNAVAILABLE, response: undefined };
     } finally {
       stopTimer();
+      stageDone();
     }
   }
 
@@ -224,7 +227,7 @@ export function createToolCallService(deps: {
     // Write-ahead: the call goes upstream only once its record is durably accepted, so a
     // gateway that dies mid-call still leaves an entry. The completion replaces it (same id).
     try {
-      await deps.audit.record({ ...entryOf(verdict, `${verdict.reason || NO_FORBID_MATCHED}; ${OUTCOME_PENDING}`), stage: 'decision' });
+      await timed('audit_record', () => deps.audit.record({ ...entryOf(verdict, `${verdict.reason || NO_FORBID_MATCHED}; ${OUTCOME_PENDING}`), stage: 'decision' }));
     } catch (err) {
       if (!(err instanceof AuditUnavailable)) throw err;
       auditRefusals.inc();
@@ -232,7 +235,7 @@ export function createToolCallService(deps: {
       return denyResult(AUDIT_UNAVAILABLE);
     }
     try {
-      const result = await callUpstream(context, connection, service, tool, request.args);
+      const result = await timed('upstream', () => callUpstream(context, connection, service, tool, request.args));
       finish(verdict);
       return result;
     } catch (err) {

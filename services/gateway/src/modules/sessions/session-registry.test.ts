@@ -3,11 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, schema, type ChangeEvent, type DatabaseHandle } from '@portcullis/core';
+import { eq } from 'drizzle-orm';
+import { createMemoryBus, openDatabase, schema, type Bus, type ChangeEvent, type DatabaseHandle } from '@portcullis/core';
 import { createTestDatabase, type TestDatabase } from '@portcullis/core/testing';
 import { announceEndedSessions, createSessionRegistry, endSessionsOfKeys, type SessionRegistry } from './session-registry.ts';
 
 const IDLE_MS = 60 * 60_000;
+/** Change events reach listeners asynchronously (a microtask in-process, a message on NATS). */
+const delivered = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('session registry (real Postgres, injected clock)', () => {
   let testDb: TestDatabase;
@@ -15,6 +18,8 @@ describe('session registry (real Postgres, injected clock)', () => {
   let dataDir: string;
   let registry: SessionRegistry;
   const events: ChangeEvent[] = [];
+  const bus: Bus = createMemoryBus();
+  bus.onChange((e) => events.push(e));
   const clock = { now: Date.parse('2030-01-01T00:00:00Z') };
   let ids: { agentId: string; memberId: string; keyId: string };
 
@@ -28,7 +33,7 @@ describe('session registry (real Postgres, injected clock)', () => {
     const [member] = await db.insert(schema.members).values({ agentId: agent!.id, userId: user!.id, email: 'ses@example.com', role: 'owner', status: 'approved' }).returning();
     const [key] = await db.insert(schema.memberKeys).values({ memberId: member!.id, keyHash: 'h', displaySuffix: 'abcd' }).returning();
     ids = { agentId: agent!.id, memberId: member!.id, keyId: key!.id };
-    registry = createSessionRegistry({ db, bus: { publishChange: (e) => events.push(e) }, idleMs: IDLE_MS, flushMs: 60_000, now: () => clock.now });
+    registry = createSessionRegistry({ db, bus, idleMs: IDLE_MS, flushMs: 60_000, cacheTtlMs: 10_000, now: () => clock.now });
   });
   afterAll(async () => {
     await registry?.close();
@@ -96,13 +101,38 @@ describe('session registry (real Postgres, injected clock)', () => {
     expect(ended.map((e) => e.sessionId)).toContain(live);
     expect(ended.map((e) => e.sessionId)).not.toContain(alreadyEnded);
     expect(ended.map((e) => e.sessionId)).not.toContain(otherKey);
+    announceEndedSessions(bus, ended);
+    await delivered();
     expect(await registry.findLive(live)).toBeUndefined();
     expect(await registry.get(ids.agentId, live)).toMatchObject({ status: 'terminated', endReason: 'key_revoked', endedAt: new Date(clock.now).toISOString() });
     expect(await registry.get(ids.agentId, alreadyEnded)).toMatchObject({ endReason: 'client' });
     expect(await registry.findLive(otherKey)).toMatchObject({ status: 'active' });
     expect(await endSessionsOfKeys(handle.db, [], 'key_revoked', new Date(clock.now))).toEqual([]);
 
-    announceEndedSessions({ publishChange: (e) => events.push(e) }, ended);
     expect(events).toEqual(ended.map((e) => ({ kind: 'session.ended', sessionId: e.sessionId, agentId: ids.agentId })));
+  });
+
+  it('serves a live session from memory: a change event (or the TTL) makes the next request read Postgres again', async () => {
+    const id = await open();
+    expect(await registry.findLive(id)).toMatchObject({ id });
+    // Ended behind the registry's back (as another replica's transaction would): still served until told.
+    await handle.db.update(schema.toolSessions).set({ status: 'terminated', endReason: 'reset' }).where(eq(schema.toolSessions.id, id));
+    expect(await registry.findLive(id)).toMatchObject({ id });
+    bus.publishChange({ kind: 'session.ended', sessionId: id, agentId: ids.agentId });
+    await delivered();
+    expect(await registry.findLive(id)).toBeUndefined();
+
+    const other = await open();
+    expect(await registry.findLive(other)).toMatchObject({ id: other });
+    await handle.db.update(schema.toolSessions).set({ status: 'terminated', endReason: 'reset' }).where(eq(schema.toolSessions.id, other));
+    clock.now += 10_001;
+    expect(await registry.findLive(other)).toBeUndefined();
+
+    const revoked = await open();
+    expect(await registry.findLive(revoked)).toMatchObject({ id: revoked });
+    await handle.db.delete(schema.toolSessions).where(eq(schema.toolSessions.id, revoked));
+    bus.publishChange({ kind: 'key.revoked', keyId: ids.keyId, agentId: ids.agentId });
+    await delivered();
+    expect(await registry.findLive(revoked)).toBeUndefined();
   });
 });

@@ -78,11 +78,39 @@ export interface SessionRegistry {
  * request on every replica, since each request reads the row. `lastSeenAt` is kept in memory
  * and written every `flushMs`, so a request costs one indexed read and no write.
  */
-export function createSessionRegistry(deps: { db: Database; bus: Pick<Bus, 'publishChange'>; idleMs: number; flushMs?: number; now?: () => number }): SessionRegistry {
+export function createSessionRegistry(deps: {
+  db: Database;
+  bus: Pick<Bus, 'publishChange' | 'onChange'>;
+  idleMs: number;
+  flushMs?: number;
+  /** How long a live session read from Postgres is served from memory without a change event (the safety net). */
+  cacheTtlMs?: number;
+  now?: () => number;
+}): SessionRegistry {
   const now = deps.now ?? Date.now;
   const seen = new Map<string, Date>();
   const timer = setInterval(() => { void flush(); }, deps.flushMs ?? 5_000);
   timer.unref();
+
+  // Live sessions this replica has read, so a request costs no database read. Ending a session
+  // anywhere publishes `session.ended` (and revoking a key `key.revoked`, deleting an agent
+  // `agent.changed`), which drops it here at once; the TTL only bounds a missed event.
+  const cacheTtlMs = deps.cacheTtlMs ?? 10_000;
+  const live = new Map<string, { row: ToolSessionRow; loadedAt: number }>();
+  const unsubscribe = deps.bus.onChange((event) => {
+    if (event.kind === 'session.ended') { live.delete(event.sessionId); return; }
+    if (event.kind !== 'key.revoked' && event.kind !== 'agent.changed') return;
+    for (const [id, { row }] of live) {
+      if (event.kind === 'key.revoked' ? row.keyId === event.keyId : row.agentId === event.agentId) live.delete(id);
+    }
+  });
+
+  async function load(id: string): Promise<ToolSessionRow | undefined> {
+    const [row] = await deps.db.select().from(toolSessions).where(eq(toolSessions.id, id)).limit(1);
+    if (!row || row.status !== 'active') { live.delete(id); return undefined; }
+    live.set(id, { row, loadedAt: now() });
+    return row;
+  }
 
   const lastSeenOf = (row: ToolSessionRow) => Math.max(row.lastSeenAt.getTime(), seen.get(row.id)?.getTime() ?? 0);
   const statusOf = (row: ToolSessionRow): ToolSessionView['status'] =>
@@ -103,6 +131,7 @@ export function createSessionRegistry(deps: { db: Database; bus: Pick<Bus, 'publ
       .where(and(eq(toolSessions.id, id), eq(toolSessions.status, 'active')))
       .returning({ agentId: toolSessions.agentId });
     seen.delete(id);
+    live.delete(id);
     if (ended) deps.bus.publishChange({ kind: 'session.ended', sessionId: id, agentId: ended.agentId });
     return Boolean(ended);
   }
@@ -118,11 +147,19 @@ export function createSessionRegistry(deps: { db: Database; bus: Pick<Bus, 'publ
 
   return {
     async open(session) {
-      await deps.db.insert(toolSessions).values({ ...session, createdAt: new Date(now()), lastSeenAt: new Date(now()) });
+      const [row] = await deps.db.insert(toolSessions).values({ ...session, createdAt: new Date(now()), lastSeenAt: new Date(now()) }).returning();
+      if (row) live.set(row.id, { row, loadedAt: now() });
     },
     async findLive(id) {
-      const [row] = await deps.db.select().from(toolSessions).where(eq(toolSessions.id, id)).limit(1);
-      if (!row || row.status !== 'active') return undefined;
+      const cached = live.get(id);
+      let row = cached && now() - cached.loadedAt < cacheTtlMs ? cached.row : await load(id);
+      if (!row) return undefined;
+      if (statusOf(row) === 'expired' && cached) {
+        // Idle as far as this replica knows: another replica may have served it since, so ask Postgres.
+        await flush();
+        row = await load(id);
+        if (!row) return undefined;
+      }
       if (statusOf(row) === 'expired') {
         await end(id, 'expired');
         return undefined;
@@ -157,6 +194,7 @@ export function createSessionRegistry(deps: { db: Database; bus: Pick<Bus, 'publ
     flush,
     async close() {
       clearInterval(timer);
+      unsubscribe();
       await flush();
     },
   };
