@@ -59,8 +59,12 @@ const gatewayShape = {
   AUDIT_RECORD_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
   /** Upstream MCP sessions (one per member and connector) unused this long are closed. */
   UPSTREAM_IDLE_SECONDS: z.coerce.number().int().positive().default(300),
-  /** Calls in flight at once on one upstream session; more wait their turn within the timeout. */
-  UPSTREAM_MAX_CONCURRENCY: z.coerce.number().int().positive().default(8),
+  /**
+   * Calls in flight at once on one upstream session, i.e. per (member, connector) per gateway; more
+   * wait their turn within the call's timeout. A bound on what one member can pile onto a
+   * provider, not a throughput limit: an agent's parallel tool calls rarely exceed a few dozen.
+   */
+  UPSTREAM_MAX_CONCURRENCY: z.coerce.number().int().positive().default(64),
   /** Upstream sessions kept open per gateway; the least recently used is closed to make room. */
   UPSTREAM_MAX_SESSIONS: z.coerce.number().int().positive().default(1_000),
   /** Where the OAuth callback sends the browser back to (the dashboard); PUBLIC_URL when unset. */

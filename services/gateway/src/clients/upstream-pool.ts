@@ -1,7 +1,5 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { isolatingFetch } from '@portcullis/core';
+import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { UpstreamHttpError, UpstreamSession, UpstreamTimeout } from './upstream-session.ts';
 
 /** Raised when an upstream connector fails; the message is safe to show the caller. */
 export class UpstreamError extends Error {
@@ -33,10 +31,9 @@ export interface UpstreamPoolOptions {
 }
 
 interface PooledSession {
-  client: Client;
+  client: UpstreamSession;
   token: string;
   lastUsed: number;
-  ready: Promise<void>;
   active: number;
   waiting: Array<() => void>;
   /** Out of the pool; its client closes once its last call in flight settles. */
@@ -50,16 +47,18 @@ function unauthorized(cause: unknown): UpstreamError {
 /** Maps what the SDK throws to an error whose message the caller may see. */
 function classify(err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err;
-  if (err instanceof StreamableHTTPError && err.code === 401) return unauthorized(err);
-  if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return new UpstreamError('The connector did not answer in time.', 'timeout', { cause: err });
+  if (err instanceof UpstreamHttpError && err.status === 401) return unauthorized(err);
+  if (err instanceof UpstreamTimeout) return new UpstreamError('The connector did not answer in time.', 'timeout', { cause: err });
+  if (err instanceof UpstreamHttpError) return new UpstreamError(`The connector failed: it answered HTTP ${err.status}.`, 'protocol', { cause: err });
   const message = err instanceof Error ? err.message : String(err);
-  if (/ECONNREFUSED|ECONNRESET|fetch failed|ENOTFOUND|EAI_AGAIN|socket/i.test(message)) return new UpstreamError('The connector cannot be reached.', 'unreachable', { cause: err });
+  const code = (err as { code?: unknown }).code;
+  if (/ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|UND_ERR_SOCKET|UND_ERR_CONNECT/.test(String(code)) || /fetch failed|socket/i.test(message)) return new UpstreamError('The connector cannot be reached.', 'unreachable', { cause: err });
   return new UpstreamError(`The connector failed: ${message.slice(0, 300)}`, 'protocol', { cause: err });
 }
 
 /** The upstream forgot the session (it restarted or expired it): safe to retry on a new one. */
 function isSessionGone(err: unknown): boolean {
-  return err instanceof StreamableHTTPError && err.code === 404;
+  return err instanceof UpstreamHttpError && err.status === 404;
 }
 
 /**
@@ -71,14 +70,13 @@ function isSessionGone(err: unknown): boolean {
 export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
   const sessions = new Map<string, PooledSession>();
   const idleMs = options.idleMs ?? 5 * 60_000;
-  const maxConcurrent = options.maxConcurrentPerSession ?? 8;
+  const maxConcurrent = options.maxConcurrentPerSession ?? 64;
   const maxSessions = options.maxSessions ?? 1_000;
 
   /** Takes a session out of the pool. Calls already on it finish on their own (closing it under them would fail them too). */
   function discard(key: string, session: PooledSession): void {
     if (sessions.get(key) === session) sessions.delete(key);
     session.discarded = true;
-    if (session.active === 0) void session.client.close().catch(() => undefined);
   }
 
   const sweep = setInterval(() => {
@@ -92,13 +90,9 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
       // Map order is insertion order and every use re-inserts: the first idle entry is the least recently used.
       for (const [oldKey, old] of sessions) if (old.active === 0) { discard(oldKey, old); break; }
     }
-    const client = new Client({ name: 'portcullis-gateway', version: '0.1.0' });
-    const transport = new StreamableHTTPClientTransport(new URL(target.url), {
-      fetch: isolatingFetch,
-      requestInit: { headers: { Authorization: `Bearer ${target.accessToken}` } },
-    });
-    const session: PooledSession = { client, token: target.accessToken, lastUsed: Date.now(), ready: client.connect(transport, { timeout: options.timeoutMs }), active: 0, waiting: [], discarded: false };
-    session.ready.catch(() => undefined);
+    const client = new UpstreamSession(target.url, target.accessToken, options.timeoutMs);
+    client.ready.catch(() => undefined);
+    const session: PooledSession = { client, token: target.accessToken, lastUsed: Date.now(), active: 0, waiting: [], discarded: false };
     sessions.set(key, session);
     return session;
   }
@@ -129,19 +123,14 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
     session.active -= 1;
     session.lastUsed = Date.now();
     session.waiting.shift()?.();
-    if (session.discarded && session.active === 0 && session.waiting.length === 0) void session.client.close().catch(() => undefined);
   }
 
   async function callOnce(target: UpstreamTarget, tool: string, args: Record<string, unknown>, deadline: number): Promise<CallToolResult> {
     const { key, session } = sessionFor(target);
     await acquire(session, deadline);
     try {
-      await session.ready;
-      return (await session.client.request(
-        { method: 'tools/call', params: { name: tool, arguments: args } },
-        CallToolResultSchema,
-        { timeout: Math.max(1, deadline - Date.now()) },
-      )) as CallToolResult;
+      await session.client.ready;
+      return await session.client.callTool(tool, args, deadline);
     } catch (err) {
       // A broken session is not reused: the next call opens a new one. A JSON-RPC error the
       // upstream answered (bad arguments, a failing tool) leaves the session as it was.
@@ -170,9 +159,7 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
     get size() { return sessions.size; },
     async close() {
       clearInterval(sweep);
-      const open = [...sessions.values()];
       sessions.clear();
-      await Promise.all(open.map((session) => session.client.close().catch(() => undefined)));
     },
   };
 }
