@@ -6,11 +6,16 @@
  * lists, tiers, some for listed members), measures one call that no policy forbids (so Cedar
  * considers every policy naming the tool) and one that a policy forbids:
  *   - in-process: `evaluate()` on the prepared set, no gRPC;
- *   - over gRPC: the real policy service (Postgres-backed) on a loopback port;
+ *   - over gRPC: the real policy service (Postgres-backed) on a loopback port, one unary
+ *     `Authorize` call per decision;
+ *   - over the stream: the same service through the gateway's own policy client, whose
+ *     decisions share a few long-lived `AuthorizeStream` streams (decision 031);
  * each for a returning member (the outcome is remembered per member) and for a new member id
  * on every call (Cedar evaluates every time). p50/p99 of sequential calls, then decisions/s
- * with 64 calls in flight over gRPC. Two floors are measured in the same run: a one-byte TCP echo
- * on loopback and a bare gRPC server answering a constant. Not a test: nothing asserts on time.
+ * with 64 calls in flight over gRPC and over the stream. Three floors are measured in the same run:
+ * a one-byte TCP echo on loopback and a bare gRPC server answering a constant, unary and over the
+ * stream. `BENCH_STREAMS` sets the client's stream count (default: the client's own). Not a test:
+ * nothing asserts on time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
@@ -19,13 +24,14 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import {
   bindServer, channelOptions, connectors, createMemoryBus, openDatabase, PolicyDecisionService, schema, TIERS,
-  type AuthorizeRequest, type AuthorizeResponse, type MemberMsg,
+  type AuthorizeRequest, type AuthorizeResponse, type AuthorizeStreamRequest, type AuthorizeStreamResponse, type MemberMsg,
 } from '@portcullis/core';
 import { createTestDatabase } from '@portcullis/core/testing';
 import { startPolicyService } from '@portcullis/policy';
 import { evaluate, type AuthorizeInput } from '../services/policy/src/engine/evaluate.ts';
 import { preparePolicySet } from '../services/policy/src/engine/prepared-set.ts';
 import { createPolicyRepo } from '../services/policy/src/store/policy-repo.ts';
+import { createPolicyClient } from '../services/gateway/src/clients/policy-client.ts';
 
 const SIZES = (process.env.BENCH_SIZES ?? '10,100,1000').split(',').map(Number);
 const CALLS = Number(process.env.BENCH_CALLS ?? 5_000);
@@ -33,6 +39,7 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 2_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const MEMBER: MemberMsg = { id: '11111111-1111-4111-8111-111111111111', role: 'member', status: 'approved', email: 'alice@example.com' };
 const GOAL_P50_US = 200;
+const STREAMS = process.env.BENCH_STREAMS ? { streams: Number(process.env.BENCH_STREAMS) } : {};
 
 type PolicyInsert = typeof schema.policies.$inferInsert;
 
@@ -109,6 +116,8 @@ async function throughput(fn: (i: number) => Promise<unknown>): Promise<number> 
 }
 
 /** The same per-call work as in-process `evaluate()` over a tight loop, as decisions/s. */
+const rate = (perSecond: number) => Math.round(perSecond).toLocaleString('en-US');
+
 function throughputSync(fn: (i: number) => unknown): number {
   const started = performance.now();
   for (let i = 0; i < CALLS; i++) fn(i);
@@ -126,25 +135,43 @@ async function main() {
     client.Authorize!(request, (err: grpc.ServiceError | null, res: AuthorizeResponse) => (err ? reject(err) : resolve(res)));
   });
   // The transport's own share: a server on the same proto answering a constant verdict.
+  // The gateway's client: verdicts over long-lived streams (its deadline far beyond any figure here).
+  const streamed = createPolicyClient(service.address, 60_000, STREAMS);
   const bare = new grpc.Server(channelOptions);
   const unimplemented = (_call: unknown, cb: grpc.sendUnaryData<never>) => cb({ code: grpc.status.UNIMPLEMENTED });
+  const constant = { decision: 'ALLOW', reason: 'No forbid policy matched' } as AuthorizeResponse;
   bare.addService(PolicyDecisionService.service, {
-    Authorize: (_call: unknown, cb: grpc.sendUnaryData<Partial<AuthorizeResponse>>) => cb(null, { decision: 'ALLOW', reason: 'No forbid policy matched' }),
+    Authorize: (_call: unknown, cb: grpc.sendUnaryData<Partial<AuthorizeResponse>>) => cb(null, constant),
+    AuthorizeStream: (call: grpc.ServerDuplexStream<AuthorizeStreamRequest, AuthorizeStreamResponse>) => {
+      call.on('data', (m: AuthorizeStreamRequest) => call.write({ id: m.id, response: constant }));
+      call.on('end', () => call.end());
+    },
     Preview: unimplemented, Simulate: unimplemented,
   });
-  const bareClient = new PolicyDecisionService(await bindServer(bare, '127.0.0.1:0'), grpc.credentials.createInsecure(), channelOptions);
+  const bareAddress = await bindServer(bare, '127.0.0.1:0');
+  const bareClient = new PolicyDecisionService(bareAddress, grpc.credentials.createInsecure(), channelOptions);
+  const bareStreamed = createPolicyClient(bareAddress, 60_000, STREAMS);
   const repo = createPolicyRepo(database.db);
   const rows: string[][] = [];
   console.log(`PDP Authorize: ${CALLS} sequential calls per figure after ${WARMUP} warm-up calls; ${CONCURRENCY} in flight for decisions/s; Node ${process.version}\n`);
   try {
     const rawT = await rawTcpRoundTrip();
     console.log(`  raw TCP echo (one byte, loopback): p50 ${rawT.p50.toFixed(1)} µs, p99 ${rawT.p99.toFixed(1)} µs`);
-    rows.push(['—', 'raw TCP echo, one byte', '—', '', '', rawT.p50.toFixed(1), rawT.p99.toFixed(1), '', '', '', '']);
+    rows.push(['—', 'raw TCP echo, one byte', '—', '', '', rawT.p50.toFixed(1), rawT.p99.toFixed(1), '', '', '', '', '', '', '', '']);
     const bareT = await timeAsync(() => new Promise((resolve, reject) => {
       bareClient.Authorize!({ agentId: 'x' }, (err: grpc.ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res)));
     }));
     console.log(`  bare gRPC (constant answer, transport only): p50 ${bareT.p50.toFixed(1)} µs, p99 ${bareT.p99.toFixed(1)} µs`);
-    rows.push(['—', 'bare gRPC, constant answer', '—', '', '', bareT.p50.toFixed(1), bareT.p99.toFixed(1), '', '', '', bareT.p50 <= GOAL_P50_US ? 'yes' : 'no']);
+    const bareRate = await throughput(() => new Promise((resolve, reject) => {
+      bareClient.Authorize!({ agentId: 'x' }, (err: grpc.ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res)));
+    }));
+    const bareStreamT = await timeAsync(() => bareStreamed.authorize({ agentId: 'x' } as AuthorizeRequest));
+    const bareStreamRate = await throughput(() => bareStreamed.authorize({ agentId: 'x' } as AuthorizeRequest));
+    console.log(`  bare gRPC stream (constant answer, transport only): p50 ${bareStreamT.p50.toFixed(1)} µs, p99 ${bareStreamT.p99.toFixed(1)} µs`);
+    rows.push([
+      '—', 'bare gRPC, constant answer', '—', '', '', bareT.p50.toFixed(1), bareT.p99.toFixed(1), '', '', rate(bareRate), bareT.p50 <= GOAL_P50_US ? 'yes' : 'no',
+      bareStreamT.p50.toFixed(1), bareStreamT.p99.toFixed(1), rate(bareStreamRate), bareStreamT.p50 <= GOAL_P50_US ? 'yes' : 'no',
+    ]);
     for (const size of SIZES) {
       const [agent] = await database.db.insert(schema.agents).values({ name: `bench-${size}`, policyVersion: 1 }).returning();
       const agentId = agent!.id;
@@ -175,18 +202,22 @@ async function main() {
           const remote = await timeAsync((i) => authorize(pick(i + 1_000_000)));
           const localRate = throughputSync((i) => evaluate(set, inputOf(pick(i + 2_000_000))));
           const remoteRate = await throughput((i) => authorize(pick(i + 3_000_000)));
+          const stream = await timeAsync((i) => streamed.authorize(pick(i + 4_000_000)));
+          const streamRate = await throughput((i) => streamed.authorize(pick(i + 5_000_000)));
           rows.push([
             String(size), `${label}${label === 'ALLOW' ? ` (${considered} name the tool)` : ''}`, memberMode,
             local.p50.toFixed(1), local.p99.toFixed(1), remote.p50.toFixed(1), remote.p99.toFixed(1),
-            (remote.p50 / local.p50).toFixed(1), Math.round(localRate).toLocaleString('en-US'), Math.round(remoteRate).toLocaleString('en-US'),
-            remote.p50 <= GOAL_P50_US ? 'yes' : 'no',
+            (remote.p50 / local.p50).toFixed(1), rate(localRate), rate(remoteRate), remote.p50 <= GOAL_P50_US ? 'yes' : 'no',
+            stream.p50.toFixed(1), stream.p99.toFixed(1), rate(streamRate), stream.p50 <= GOAL_P50_US ? 'yes' : 'no',
           ]);
-          console.log(`  ${size} policies, ${label}, ${memberMode}: in-process p50 ${local.p50.toFixed(1)} µs, gRPC p50 ${remote.p50.toFixed(1)} µs`);
+          console.log(`  ${size} policies, ${label}, ${memberMode}: in-process p50 ${local.p50.toFixed(1)} µs, gRPC p50 ${remote.p50.toFixed(1)} µs, stream p50 ${stream.p50.toFixed(1)} µs`);
         }
       }
       set.release();
     }
   } finally {
+    bareStreamed.close();
+    streamed.close();
     bareClient.close();
     bare.forceShutdown();
     client.close();
@@ -197,7 +228,11 @@ async function main() {
     rmSync(dataDir, { recursive: true, force: true });
   }
 
-  const header = ['policies', 'call', 'member', 'in-proc p50 µs', 'in-proc p99 µs', 'gRPC p50 µs', 'gRPC p99 µs', 'gRPC ÷ in-proc (p50)', 'in-proc decisions/s', `gRPC decisions/s (${CONCURRENCY} in flight)`, `gRPC p50 ≤ ${GOAL_P50_US} µs`];
+  const header = [
+    'policies', 'call', 'member', 'in-proc p50 µs', 'in-proc p99 µs', 'unary p50 µs', 'unary p99 µs', 'unary ÷ in-proc (p50)', 'in-proc decisions/s',
+    `unary decisions/s (${CONCURRENCY} in flight)`, `unary p50 ≤ ${GOAL_P50_US} µs`,
+    'stream p50 µs', 'stream p99 µs', `stream decisions/s (${CONCURRENCY} in flight)`, `stream p50 ≤ ${GOAL_P50_US} µs`,
+  ];
   console.log(`\n| ${header.join(' | ')} |\n|${header.map((_, i) => (i < 3 ? '---' : '---:')).join('|')}|`);
   for (const row of rows) console.log(`| ${row.join(' | ')} |`);
 }

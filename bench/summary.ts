@@ -64,6 +64,23 @@ async function replicas() {
     await owner.call('PUT', `/api/agents/${agentId}/services`, { services: ['github'] });
     const token = await sandboxTokenIssuer(t.sandboxUrl)('github', { login: 'bench', name: 'Bench' });
     const { memberKey } = await addMember(t.database.db, { agentId, email: 'bench-member@example.com', status: 'approved', connect: { github: token } });
+    // Sequential first: what one call through the split gateway adds to the same call made directly.
+    const [d, g] = [await client(`${t.sandboxUrl}/github/mcp`, token), await client(`${t.gateways[0]}/mcp`, memberKey)];
+    const sequentialMs = async (c: Client, tool: string) => {
+      const latencies: number[] = [];
+      for (let i = 0; i < 1_500; i++) {
+        const t0 = performance.now();
+        await c.callTool({ name: tool, arguments: {} });
+        if (i >= 500) latencies.push(performance.now() - t0); // the first 500 warm up
+      }
+      latencies.sort((a, b) => a - b);
+      return { p50: latencies[Math.floor(latencies.length / 2)]!, p99: latencies[Math.floor(latencies.length * 0.99)]! };
+    };
+    const seqDirect = await sequentialMs(d, 'get_me');
+    const seqGateway = await sequentialMs(g, 'github__get_me');
+    await Promise.all([d.close(), g.close()]);
+    console.log(`\nsplit mode, sequential: direct p50 ${seqDirect.p50.toFixed(3)} ms p99 ${seqDirect.p99.toFixed(3)} ms; gateway p50 ${seqGateway.p50.toFixed(3)} ms p99 ${seqGateway.p99.toFixed(3)} ms; added p50 ${(seqGateway.p50 - seqDirect.p50).toFixed(3)} ms`);
+    rows.push(['split mode: sequential ALLOW added p50 / p99', `${(seqGateway.p50 - seqDirect.p50).toFixed(3)} / ${(seqGateway.p99 - seqDirect.p99).toFixed(3)} ms`, `direct p50 ${seqDirect.p50.toFixed(3)} ms`, '']);
     const direct = await saturate([`${t.sandboxUrl}/github/mcp`], token, 'get_me', SECONDS);
     const one = await saturate([`${t.gateways[0]}/mcp`], memberKey, 'github__get_me', SECONDS);
     const two = await saturate(t.gateways.map((g) => `${g}/mcp`), memberKey, 'github__get_me', SECONDS);
@@ -87,6 +104,10 @@ if (!SKIP.has('pdp')) {
   const [bare] = pick(out, /bare gRPC \(constant answer, transport only\): p50 ([\d.]+) µs/);
   const [local, remote] = pick(out, /100 policies, ALLOW, returning member: in-process p50 ([\d.]+) µs, gRPC p50 ([\d.]+) µs/);
   rows.push(['PDP Authorize p50, 100 policies, over gRPC', `${remote} µs`, `bare gRPC ${bare} µs; in-process ${local} µs`, remote && bare ? (Number(remote) / Number(bare)).toFixed(2) : '?']);
+  // The gateway's path: verdicts over long-lived AuthorizeStream streams (decision 031).
+  const [bareStream] = pick(out, /bare gRPC stream \(constant answer, transport only\): p50 ([\d.]+) µs/);
+  const [streamed] = pick(out, /100 policies, ALLOW, returning member: .*, stream p50 ([\d.]+) µs/);
+  rows.push(['PDP Authorize p50, 100 policies, over the stream', `${streamed} µs`, `bare stream ${bareStream} µs`, streamed && bareStream ? (Number(streamed) / Number(bareStream)).toFixed(2) : '?']);
 }
 if (!SKIP.has('audit')) {
   const out = await run('bench/audit.ts', { BENCH_ROWS: '1000000', BENCH_INGEST: '20000', BENCH_LAG_SECONDS: '5', BENCH_QUERY_RUNS: '5' });

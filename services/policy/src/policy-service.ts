@@ -3,7 +3,8 @@ import { createAuditEntrySource } from './clients/audit-entries.ts';
 import type { PolicyConfig } from './config.ts';
 import { createPolicyCache } from './engine/policy-cache.ts';
 import { sharedSessionJudge } from './engine/session-counters.ts';
-import { createAuthorizeHandler } from './handlers/authorize.ts';
+import { createAuthorizeDecider, createAuthorizeHandler } from './handlers/authorize.ts';
+import { createAuthorizeStreamHandler } from './handlers/authorize-stream.ts';
 import { createPreviewHandler } from './handlers/preview.ts';
 import { createSimulateHandler } from './handlers/simulate.ts';
 import { createPolicyServer } from './server.ts';
@@ -39,8 +40,11 @@ export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRES
     if (event.kind === 'session.ended') void counters.forget(event.sessionId).catch(() => undefined);
     else cache.handleChange(event);
   });
+  const authorizeDeps = { cache, counters, clockOffsetMs: config.POLICY_CLOCK_OFFSET_MS ?? 0 };
+  const authorizeStream = createAuthorizeStreamHandler(createAuthorizeDecider(authorizeDeps));
   const server = createPolicyServer({
-    Authorize: createAuthorizeHandler({ cache, counters, clockOffsetMs: config.POLICY_CLOCK_OFFSET_MS ?? 0 }),
+    Authorize: createAuthorizeHandler(authorizeDeps),
+    AuthorizeStream: authorizeStream.handler,
     Preview: createPreviewHandler(),
     Simulate: createSimulateHandler({ policies: repo, store: createSimulationRepo(deps.db), audit }),
   });
@@ -67,6 +71,8 @@ export async function startPolicyService(config: Pick<PolicyConfig, 'GRPC_ADDRES
         await new Promise<void>((resolve) => {
           const timer = setTimeout(() => { server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
           server.tryShutdown(() => { clearTimeout(timer); resolve(); });
+          // Long-lived Authorize streams would hold the shutdown open: each ends once answered.
+          authorizeStream.drain();
         });
         cache.close();
         audit?.close();

@@ -26,6 +26,17 @@ export interface AuthorizeResponse {
   policyVersion: number;
 }
 
+/** One call on the `AuthorizeStream` stream; `traceHeaders` carries what unary calls put in metadata. */
+export interface AuthorizeStreamRequest { id: number; request: AuthorizeRequest; traceHeaders: Record<string, string> }
+
+/** A gRPC status for one request of the stream (the stream itself goes on). */
+export interface AuthorizeErrorMsg { code: number; message: string }
+
+/** The answer to the stream's request `id`: a verdict or an error (`outcome` names which, as proto-loader sets it). */
+export type AuthorizeStreamResponse =
+  | { id: number; outcome?: 'response'; response: AuthorizeResponse; error?: null }
+  | { id: number; outcome?: 'error'; error: AuthorizeErrorMsg; response?: null };
+
 export interface AuditFilterMsg {
   agentIds: string[];
   from: string;

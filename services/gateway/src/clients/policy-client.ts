@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { channelOptions, currentTraceHeaders, PolicyDecisionService, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
+import { createAuthorizeStreams, type AuthorizeStreamsOptions } from './authorize-streams.ts';
 
 /** `PreviewRequest` / `PreviewResponse` of `portcullis.policy.v1` (camelCase, as proto-loader delivers them). */
 export interface PreviewRequest { agentId: string; draftJson: string }
@@ -32,7 +33,12 @@ export interface PolicyClient {
 /** Replaying traffic reads up to 10,000 entries: it gets longer than a verdict. */
 const SIMULATE_TIMEOUT_FLOOR_MS = 30_000;
 
-export function createPolicyClient(address: string, timeoutMs: number): PolicyClient {
+/**
+ * The gateway's client of the decision point at `address` (one channel, round robin over the
+ * addresses the name resolves to). Verdicts travel over long-lived `AuthorizeStream` streams
+ * (decision 031); Preview and Simulate are unary calls. `streams` tunes those (tests).
+ */
+export function createPolicyClient(address: string, timeoutMs: number, streams: Pick<AuthorizeStreamsOptions, 'streams' | 'maxStreamAgeMs'> = {}): PolicyClient {
   const client = new PolicyDecisionService(address, grpc.credentials.createInsecure(), channelOptions);
   const unary = <Req, Res>(method: string, deadlineMs: number) => (request: Req) =>
     new Promise<Res>((resolve, reject) => {
@@ -44,10 +50,14 @@ export function createPolicyClient(address: string, timeoutMs: number): PolicyCl
         else resolve(response);
       });
     });
+  const verdicts = createAuthorizeStreams(client, { ...streams, timeoutMs, unary: unary<AuthorizeRequest, AuthorizeResponse>('Authorize', timeoutMs) });
   return {
-    authorize: unary<AuthorizeRequest, AuthorizeResponse>('Authorize', timeoutMs),
+    authorize: verdicts.authorize,
     preview: unary<PreviewRequest, PreviewResponse>('Preview', Math.max(timeoutMs, 5_000)),
     simulate: unary<SimulateRequest, SimulateResponse>('Simulate', Math.max(timeoutMs, SIMULATE_TIMEOUT_FLOOR_MS)),
-    close: () => client.close(),
+    close: () => {
+      verdicts.close();
+      client.close();
+    },
   };
 }

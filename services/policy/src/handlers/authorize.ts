@@ -24,28 +24,36 @@ export interface AuthorizeHandlerDeps {
 const decisions = counter('portcullis_policy_decisions_total', 'Verdicts of the decision point', ['decision']);
 const decisionTime = histogram('portcullis_policy_authorize_duration_seconds', 'Authorize handling time in the decision point (set loading included)');
 
+/** Where one decision's outcome goes: a gRPC status for a failure, else the verdict. */
+export type DecisionCallback = (err: Partial<grpc.StatusObject> | null, value?: AuthorizeResponse) => void;
+
+/** The caller's W3C trace headers (`traceparent`, `tracestate`), when it sent them. */
+export type TraceHeaders = Record<string, string | undefined>;
+
 /**
- * `Authorize`: a verdict on one tool call. A cached, current set answers synchronously with
- * no I/O; otherwise the set is loaded first. Only a malformed request or an unreachable
- * store is an error; every other outcome, unknown agent included, is a verdict.
+ * One verdict on one tool call: the single decision path of unary `Authorize` and of
+ * `AuthorizeStream`. A cached, current set answers synchronously with no I/O; otherwise the
+ * set is loaded first. Only a malformed request or an unreachable store is an error; every
+ * other outcome, unknown agent included, is a verdict.
  */
-export function createAuthorizeHandler(deps: AuthorizeHandlerDeps): grpc.handleUnaryCall<AuthorizeRequest, AuthorizeResponse> {
+export type Decide = (request: AuthorizeRequest, traceHeaders: TraceHeaders, done: DecisionCallback) => void;
+
+export function createAuthorizeDecider(deps: AuthorizeHandlerDeps): Decide {
   const now = deps.now ?? Date.now;
   const clockOffsetMs = deps.clockOffsetMs ?? 0;
   const tracer = tracerOf('policy');
-  return (call, rawCallback) => {
+  return (request, traceHeaders, done) => {
     const stopTimer = decisionTime.startTimer();
-    // The gateway's trace continues here when its metadata carries one (a no-op span otherwise).
-    const parent = contextFromTraceHeaders({ traceparent: call.metadata?.get('traceparent')[0]?.toString(), tracestate: call.metadata?.get('tracestate')[0]?.toString() });
-    const span = tracer.startSpan('Authorize', { kind: SpanKind.SERVER }, parent);
-    const callback: typeof rawCallback = (err, value) => {
+    // The gateway's trace continues here when it sent one (a no-op span otherwise).
+    const span = tracer.startSpan('Authorize', { kind: SpanKind.SERVER }, contextFromTraceHeaders(traceHeaders));
+    const callback: DecisionCallback = (err, value) => {
       stopTimer();
       if (value) {
         decisions.inc({ decision: value.decision === 'ALLOW' ? 'ALLOW' : 'DENY' });
         span.setAttribute('portcullis.decision', value.decision);
       }
       span.end();
-      rawCallback(err, value);
+      done(err, value);
     };
 
     let input: AuthorizeInput;
@@ -53,8 +61,8 @@ export function createAuthorizeHandler(deps: AuthorizeHandlerDeps): grpc.handleU
     let verdict: Verdict | Promise<Verdict> | undefined;
     const decide = (set: PreparedPolicySet) => deps.counters.judge(input.sessionId, (sessions) => evaluate(set, input, sessions ? { sessions } : {}));
     try {
-      input = readAuthorizeRequest(call.request, now, clockOffsetMs);
-      minVersion = Math.max(0, Number(call.request.policyVersion) || 0);
+      input = readAuthorizeRequest(request, now, clockOffsetMs);
+      minVersion = Math.max(0, Number(request.policyVersion) || 0);
       const cached = deps.cache.peek(input.agentId, minVersion);
       if (cached) verdict = decide(cached);
     } catch (err) {
@@ -64,6 +72,15 @@ export function createAuthorizeHandler(deps: AuthorizeHandlerDeps): grpc.handleU
     void (verdict ?? deps.cache.load(input.agentId, minVersion).then((set) => (set ? decide(set) : denyWithoutPolicySet(input, UNKNOWN_AGENT_REASON))))
       .then((decided) => callback(null, decided), (err: unknown) => callback(toGrpcError(err)));
   };
+}
+
+/** `Authorize`: one verdict per unary call; the caller's trace arrives in the call's metadata. */
+export function createAuthorizeHandler(deps: AuthorizeHandlerDeps): grpc.handleUnaryCall<AuthorizeRequest, AuthorizeResponse> {
+  const decide = createAuthorizeDecider(deps);
+  return (call, callback) => decide(call.request, {
+    traceparent: call.metadata?.get('traceparent')[0]?.toString(),
+    tracestate: call.metadata?.get('tracestate')[0]?.toString(),
+  }, callback);
 }
 
 /**
