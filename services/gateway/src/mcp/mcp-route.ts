@@ -9,6 +9,8 @@ import type { MemberKeyResolver } from '../modules/identity/member-key-resolver.
 import type { MemberContext } from '../modules/identity/member-context.ts';
 import type { SessionRegistry } from '../modules/sessions/session-registry.ts';
 import { createMcpDispatcher } from './mcp-dispatcher.ts';
+import { classifyEra } from './mcp-era.ts';
+import { createModernMcp, eraHeadersOf } from './mcp-modern.ts';
 import { startStage, timed } from './stage-timing.ts';
 import type { ToolCallService } from './tool-call-service.ts';
 import { createOriginCheck, type McpOriginPolicy } from './origin-guard.ts';
@@ -69,6 +71,7 @@ export async function mcpRoutes(app: FastifyInstance, options: {
   const originRefusal = createOriginCheck(options.origins);
 
   const dispatcher = createMcpDispatcher({ toolCalls: options.toolCalls, onError: (err) => app.log.error({ err }, 'MCP request failed') });
+  const modern = createModernMcp({ dispatcher, sessions: options.sessions });
 
   // The body is parsed here, not by Fastify, so malformed JSON becomes JSON-RPC -32700.
   app.removeAllContentTypeParsers();
@@ -134,6 +137,9 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
       return rpcError(reply, 400, JSONRPC_INVALID_REQUEST, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
     }
+    // A request that claims the stateless 2026-07-28 era is served apart (decision 032).
+    const era = classifyEra(body, eraHeadersOf(request));
+    if (era.kind !== 'legacy') return modern.serve(era, body, request, reply, context);
     const parsed = startStage('parse');
     const parsedMessages = (Array.isArray(body) ? body : [body]).map((m) => JSONRPCMessageSchema.safeParse(m));
     parsed();

@@ -1,4 +1,5 @@
-import { index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import { index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { agents } from './agents.ts';
 import { memberKeys } from './member-keys.ts';
 import { members } from './members.ts';
@@ -18,6 +19,12 @@ export const toolSessions = pgTable('tool_sessions', {
   clientName: text('client_name').notNull().default(''),
   clientVersion: text('client_version').notNull().default(''),
   protocolVersion: text('protocol_version').notNull().default(''),
+  /**
+   * A stateless (2026-07-28) client's session handle from `_meta` (`''` when it named none);
+   * null for a session opened by `initialize`. Key, client name and handle name the stream
+   * whose calls form one session (decision 032).
+   */
+  clientHandle: text('client_handle'),
   status: text('status').$type<ToolSessionStatus>().notNull().default('active'),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
@@ -27,4 +34,6 @@ export const toolSessions = pgTable('tool_sessions', {
 }, (t) => [
   index('tool_sessions_agent_idx').on(t.agentId, t.createdAt),
   index('tool_sessions_member_idx').on(t.memberId, t.createdAt),
+  // At most one live session per stateless stream, whichever replica opens it first.
+  uniqueIndex('tool_sessions_stream_idx').on(t.keyId, t.clientName, t.clientHandle).where(sql`${t.status} = 'active' and ${t.clientHandle} is not null`),
 ]);

@@ -135,4 +135,39 @@ describe('session registry (real Postgres, injected clock)', () => {
     await delivered();
     expect(await registry.findLive(revoked)).toBeUndefined();
   });
+
+  it('decision 032: a stateless stream has one live session across replicas; after it ends or idles out, the next call opens a new one', async () => {
+    const [key] = await handle.db.insert(schema.memberKeys).values({ memberId: ids.memberId, keyHash: 'h-stream', displaySuffix: 'strm' }).returning();
+    const stream = { ...ids, keyId: key!.id, clientName: 'agent-cli', clientVersion: '3', protocolVersion: '2026-07-28', handle: '' };
+    const replica = createSessionRegistry({ db: handle.db, bus, idleMs: IDLE_MS, flushMs: 60_000, now: () => clock.now });
+    try {
+      // Two replicas see the stream's first calls at once: one session, whoever inserts first.
+      const [a, b, c] = await Promise.all([registry.streamSession(stream), replica.streamSession(stream), registry.streamSession(stream)]);
+      expect(new Set([a.id, b.id, c.id]).size).toBe(1);
+      expect(a).toMatchObject({ clientName: 'agent-cli', clientVersion: '3', protocolVersion: '2026-07-28', clientHandle: '', status: 'active' });
+      // Another handle, or another client name, is another stream.
+      const other = await registry.streamSession({ ...stream, handle: 'conversation-2' });
+      const renamed = await registry.streamSession({ ...stream, clientName: 'other-cli' });
+      expect(new Set([a.id, other.id, renamed.id]).size).toBe(3);
+
+      // Reset on one replica: the other replica's next call of the stream opens a fresh session.
+      await registry.end(a.id, 'reset');
+      await delivered();
+      const afterReset = await replica.streamSession(stream);
+      expect(afterReset.id).not.toBe(a.id);
+      expect((await registry.streamSession(stream)).id).toBe(afterReset.id);
+
+      // Idle past the window: the next call ends it as expired and opens another.
+      clock.now += IDLE_MS + 1;
+      const afterIdle = await registry.streamSession(stream);
+      expect(afterIdle.id).not.toBe(afterReset.id);
+      expect(await registry.get(ids.agentId, afterReset.id)).toMatchObject({ status: 'terminated', endReason: 'expired' });
+      // A session opened by initialize is no stream's, whatever its client name.
+      const initialized = randomUUID();
+      await registry.open({ id: initialized, ...ids, keyId: key!.id, clientName: 'agent-cli', clientVersion: '3', protocolVersion: '2025-11-25' });
+      expect((await replica.streamSession(stream)).id).toBe(afterIdle.id);
+    } finally {
+      await replica.close();
+    }
+  });
 });

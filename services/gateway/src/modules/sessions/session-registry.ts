@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { and, count, desc, eq, getTableColumns, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { schema, type Bus, type Database } from '@portcullis/core';
 
@@ -57,11 +58,26 @@ export interface SessionListQuery {
   offset: number;
 }
 
+/**
+ * A stateless (2026-07-28) client's stream (decision 032): its member key, the client name its
+ * `_meta` names and its optional session handle. The stream's calls form one session until it
+ * ends (reset, idle expiry, its key or member going); its next call then opens a new one.
+ */
+export interface StatelessStream extends Pick<ToolSessionRow, 'agentId' | 'memberId' | 'keyId' | 'clientName' | 'clientVersion' | 'protocolVersion'> {
+  /** `''` when the client named no handle. */
+  handle: string;
+}
+
 export interface SessionRegistry {
   /** Records a new session (at `initialize`) and returns it. */
   open(session: Pick<ToolSessionRow, 'id' | 'agentId' | 'memberId' | 'keyId' | 'clientName' | 'clientVersion' | 'protocolVersion'>): Promise<void>;
   /** The live session `id`, or undefined when unknown, ended or idle past the window (then it is ended as `expired`). */
   findLive(id: string): Promise<ToolSessionRow | undefined>;
+  /**
+   * The live session of a stateless stream, opened when it has none: one per stream across
+   * replicas (a unique index decides a race). Served from memory once known.
+   */
+  streamSession(stream: StatelessStream): Promise<ToolSessionRow>;
   /** Notes a request on the session; written in batches. */
   touch(id: string): void;
   /** Ends a live session (idempotent); announces it so its counters start fresh. Returns whether it was live. */
@@ -116,6 +132,54 @@ export function createSessionRegistry(deps: {
   const statusOf = (row: ToolSessionRow): ToolSessionView['status'] =>
     row.status === 'terminated' ? 'terminated' : lastSeenOf(row) < now() - deps.idleMs ? 'expired' : 'active';
 
+  async function findLive(id: string): Promise<ToolSessionRow | undefined> {
+    const cached = live.get(id);
+    let row = cached && now() - cached.loadedAt < cacheTtlMs ? cached.row : await load(id);
+    if (!row) return undefined;
+    if (statusOf(row) === 'expired' && cached) {
+      // Idle as far as this replica knows: another replica may have served it since, so ask Postgres.
+      await flush();
+      row = await load(id);
+      if (!row) return undefined;
+    }
+    if (statusOf(row) === 'expired') {
+      await end(id, 'expired');
+      return undefined;
+    }
+    return row;
+  }
+
+  // Stateless streams this replica has served → their session id. A stale id (the session
+  // ended) is replaced by the stream's next request; the oldest entries go past the bound.
+  const streams = new Map<string, string>();
+  const MAX_STREAMS = 10_000;
+
+  async function streamSession(stream: StatelessStream): Promise<ToolSessionRow> {
+    const key = JSON.stringify([stream.keyId, stream.clientName, stream.handle]);
+    const known = streams.get(key);
+    const current = known ? await findLive(known) : undefined;
+    if (current) return current;
+    const ofStream = and(eq(toolSessions.keyId, stream.keyId), eq(toolSessions.clientName, stream.clientName), eq(toolSessions.clientHandle, stream.handle), eq(toolSessions.status, 'active'));
+    // A few rounds at most: the live row found may turn out expired (then ended), or another replica may insert first.
+    for (let round = 0; round < 4; round++) {
+      const [existing] = await deps.db.select({ id: toolSessions.id }).from(toolSessions).where(ofStream).limit(1);
+      const row = existing
+        ? await findLive(existing.id)
+        : (await deps.db.insert(toolSessions).values({
+          id: randomUUID(), agentId: stream.agentId, memberId: stream.memberId, keyId: stream.keyId, clientName: stream.clientName,
+          clientVersion: stream.clientVersion, protocolVersion: stream.protocolVersion, clientHandle: stream.handle,
+          createdAt: new Date(now()), lastSeenAt: new Date(now()),
+        }).onConflictDoNothing().returning())[0];
+      if (!row) continue;
+      if (!existing) live.set(row.id, { row, loadedAt: now() });
+      streams.delete(key);
+      streams.set(key, row.id);
+      if (streams.size > MAX_STREAMS) streams.delete(streams.keys().next().value!);
+      return row;
+    }
+    throw new Error('No live session could be opened for the stream');
+  }
+
   async function flush() {
     if (seen.size === 0) return;
     const batch = [...seen];
@@ -150,22 +214,8 @@ export function createSessionRegistry(deps: {
       const [row] = await deps.db.insert(toolSessions).values({ ...session, createdAt: new Date(now()), lastSeenAt: new Date(now()) }).returning();
       if (row) live.set(row.id, { row, loadedAt: now() });
     },
-    async findLive(id) {
-      const cached = live.get(id);
-      let row = cached && now() - cached.loadedAt < cacheTtlMs ? cached.row : await load(id);
-      if (!row) return undefined;
-      if (statusOf(row) === 'expired' && cached) {
-        // Idle as far as this replica knows: another replica may have served it since, so ask Postgres.
-        await flush();
-        row = await load(id);
-        if (!row) return undefined;
-      }
-      if (statusOf(row) === 'expired') {
-        await end(id, 'expired');
-        return undefined;
-      }
-      return row;
-    },
+    findLive,
+    streamSession,
     touch(id) {
       seen.set(id, new Date(now()));
     },

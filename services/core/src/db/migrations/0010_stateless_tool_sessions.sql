@@ -1,0 +1,2 @@
+ALTER TABLE "tool_sessions" ADD COLUMN "client_handle" text;--> statement-breakpoint
+CREATE UNIQUE INDEX "tool_sessions_stream_idx" ON "tool_sessions" USING btree ("key_id","client_name","client_handle") WHERE "tool_sessions"."status" = 'active' and "tool_sessions"."client_handle" is not null;
