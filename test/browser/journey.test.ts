@@ -151,8 +151,11 @@ describe('the owner journey in a real browser', () => {
     await client.close();
 
     // 11. The denial is in the audit log with its message; the CSV export has it too.
-    await o.goto('/audit?result=DENY');
-    await o.locator('tr.entry', { hasText: DENY_MESSAGE }).first().waitFor({ timeout: 10_000 });
+    // The audit writer batches (up to AUDIT_BATCH_MAX_WAIT_MS): reload until the entry is stored.
+    await expect.poll(async () => {
+      await o.goto('/audit?result=DENY');
+      return o.locator('tr.entry', { hasText: DENY_MESSAGE }).first().waitFor({ timeout: 1_000 }).then(() => true, () => false);
+    }, { timeout: 10_000 }).toBe(true);
     await owner.screenshot('journey-8-audit-denied');
     await o.goto('/audit');
     await o.locator('tr.entry').first().waitFor();
