@@ -21,6 +21,7 @@ import { connectors, isolatingFetch, openDatabase, schema } from '@portcullis/co
 import { createTestDatabase } from '@portcullis/core/testing';
 import { freePort, startTs } from '../test/support/processes.ts';
 import { sandboxTokenIssuer } from '../test/support/fixtures.ts';
+import { stageBreakdown, stageTotals } from './stage-totals.ts';
 
 const RATES = (process.env.BENCH_RATES ?? '100,500').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -71,17 +72,6 @@ async function sequential(call: () => Promise<unknown>, calls: number) {
   }
   latencies.sort((a, b) => a - b);
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
-
-/** Sum and count of each stage of `portcullis_gateway_mcp_stage_seconds` in a Prometheus scrape. */
-function stageTotals(text: string): Map<string, { sum: number; count: number }> {
-  const totals = new Map<string, { sum: number; count: number }>();
-  for (const match of text.matchAll(/^portcullis_gateway_mcp_stage_seconds_(sum|count)\{stage="([a-z_]+)"\} ([0-9.e+-]+)$/gm)) {
-    const entry = totals.get(match[2]!) ?? { sum: 0, count: 0 };
-    entry[match[1] as 'sum' | 'count'] = Number(match[3]);
-    totals.set(match[2]!, entry);
-  }
-  return totals;
 }
 
 /** Closed loop with `concurrency` in flight: calls per second. */
@@ -170,13 +160,7 @@ async function main() {
     report.push(`| direct ping (the bare SDK round trip) | ${f(seq.directPing.p50)} | ${f(seq.directPing.p99)} | | |`);
     report.push(`| gateway tools/call DENY (no upstream) | ${f(seq.deny.p50)} | ${f(seq.deny.p99)} | **${f(seq.deny.p50 - seq.directPing.p50)}** | **${f(seq.deny.p99 - seq.directPing.p99)}** |`);
     report.push(`| gateway ping | ${f(seq.ping.p50)} | ${f(seq.ping.p99)} | **${f(seq.ping.p50 - seq.directPing.p50)}** | **${f(seq.ping.p99 - seq.directPing.p99)}** |`);
-    report.push('', '| stage (mean over the sequential phase) | calls | mean µs |', '|---|---:|---:|');
-    for (const [stage, { sum, count }] of after) {
-      const was = before.get(stage) ?? { sum: 0, count: 0 };
-      const n = count - was.count;
-      if (n > 0) report.push(`| ${stage} | ${n} | ${((sum - was.sum) / n * 1e6).toFixed(0)} |`);
-    }
-    report.push('');
+    report.push('', ...stageBreakdown(before, after), '');
 
     report.push('| load | path | p50 ms | p99 ms | calls/s |', '|---|---|---:|---:|---:|');
     for (const rate of RATES) {

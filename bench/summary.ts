@@ -14,6 +14,7 @@ import { apiClient, signInThroughOutbox } from '../test/support/api-client.ts';
 import { addMember, sandboxTokenIssuer } from '../test/support/fixtures.ts';
 import { repoRoot } from '../test/support/processes.ts';
 import { startSplitTopology } from '../test/support/split-topology.ts';
+import { stageBreakdown, stageTotals } from './stage-totals.ts';
 
 const SECONDS = Number(process.env.BENCH_SUMMARY_SECONDS ?? 8);
 const SKIP = new Set((process.env.BENCH_SUMMARY_SKIP ?? '').split(',').filter(Boolean));
@@ -77,7 +78,10 @@ async function replicas() {
       return { p50: latencies[Math.floor(latencies.length / 2)]!, p99: latencies[Math.floor(latencies.length * 0.99)]! };
     };
     const seqDirect = await sequentialMs(d, 'get_me');
+    const scrape = async () => stageTotals(await (await fetch(`${t.gateways[0]}/metrics`)).text());
+    const before = await scrape();
     const seqGateway = await sequentialMs(g, 'github__get_me');
+    console.log(`\n${stageBreakdown(before, await scrape()).join('\n')}`);
     await Promise.all([d.close(), g.close()]);
     console.log(`\nsplit mode, sequential: direct p50 ${seqDirect.p50.toFixed(3)} ms p99 ${seqDirect.p99.toFixed(3)} ms; gateway p50 ${seqGateway.p50.toFixed(3)} ms p99 ${seqGateway.p99.toFixed(3)} ms; added p50 ${(seqGateway.p50 - seqDirect.p50).toFixed(3)} ms`);
     rows.push(['split mode: sequential ALLOW added p50 / p99', `${(seqGateway.p50 - seqDirect.p50).toFixed(3)} / ${(seqGateway.p99 - seqDirect.p99).toFixed(3)} ms`, `direct p50 ${seqDirect.p50.toFixed(3)} ms`, '']);
