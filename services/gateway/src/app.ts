@@ -116,7 +116,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  await app.register(cookie);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Portcullis API', version: '0.1.0', description: 'REST API of the Portcullis gateway (dashboard session cookie).' },
@@ -146,6 +145,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(async (api) => {
+    // Cookies are the dashboard's: `/mcp` (Bearer keys) never parses them.
+    await api.register(cookie);
     api.addHook('onRequest', sameOriginGuard([deps.config.publicUrl]));
     api.addHook('preValidation', refuseControlCharacters);
     await authRoutes(api, { auth: deps.auth, secureCookies: deps.config.publicUrl.startsWith('https:'), sessionMaxMs: deps.config.SESSION_MAX_MINUTES * 60_000, rateLimits: authRateLimitsOf(deps.config) });
