@@ -17,6 +17,13 @@ import { startCluster, type Cluster } from './cluster.ts';
  * 5 s of the restart. The figures are printed.
  */
 const WORKERS = 6;
+/**
+ * The offered load, paced: at most this many calls per second across the workers. A closed loop
+ * would offer whatever the product can take, so a faster gateway would load the NATS cluster it
+ * is being tested against harder on the same two cores (refused calls come back at once).
+ */
+const CALLS_PER_SECOND = 400;
+const WORKER_INTERVAL_MS = (WORKERS * 1000) / CALLS_PER_SECOND;
 const BEFORE_MS = 1_500;
 const DOWN_MS = 2_000;
 /** Longer than the 5 s recovery bound, so a slower recovery is seen rather than cut off. */
@@ -90,6 +97,7 @@ describe('faults under load: 3-node NATS (R3), 2 gateways, 2 policy services, 2 
       const served = { last: 0 };
       let client = await balancedClient(cluster.gateways, memberKey, served);
       while (running) {
+        const started = Date.now();
         const title = `${label}-${n++}`;
         try {
           const result = await client.callTool({ name: 'github__issue_write', arguments: { method: 'create', owner: 'acme', repo: 'web', title } });
@@ -99,6 +107,8 @@ describe('faults under load: 3-node NATS (R3), 2 gateways, 2 policy services, 2 
           await client.close().catch(() => undefined);
           client = await balancedClient(cluster.gateways, memberKey, served).catch(() => client);
         }
+        const pause = WORKER_INTERVAL_MS - (Date.now() - started);
+        if (pause > 0) await new Promise((r) => setTimeout(r, pause));
       }
       await client.close().catch(() => undefined);
     };
