@@ -172,10 +172,13 @@ async function main() {
       report.push(`| ${rate}/s | **added** | **${f(g.p50 - d.p50)}** | **${f(g.p99 - d.p99)}** | |`);
     }
     const ratios: string[] = [];
+    const breakdowns: string[] = [];
     for (const concurrency of CONCURRENCIES) {
       process.stderr.write(`bench: saturation, ${concurrency} in flight\n`);
       const dSat = await saturation(callDirect, concurrency, SECONDS);
+      const satBefore = stageTotals(await (await fetch(metricsUrl)).text());
       const gSat = await saturation(callGateway, concurrency, SECONDS);
+      breakdowns.push('', `${concurrency} in flight:`, ...stageBreakdown(satBefore, stageTotals(await (await fetch(metricsUrl)).text())));
       report.push(`| ${concurrency} in flight | direct | | | ${dSat.toFixed(0)} |`);
       report.push(`| ${concurrency} in flight | gateway | | | ${gSat.toFixed(0)} |`);
       ratios.push(`${concurrency} in flight ${(gSat / dSat).toFixed(2)}`);
@@ -184,6 +187,7 @@ async function main() {
     console.log(`\nbench/mcp-overhead: tools/call github__get_me, ${POLICIES} policies on the agent, audit on`);
     console.log(`${SECONDS}s per measurement; client, gateway process and upstream process share one 2-core machine over loopback\n`);
     console.log(report.join('\n'));
+    console.log(breakdowns.join('\n').replaceAll('mean over the sequential phase', 'mean at saturation'));
     console.log(`\nsaturation ratio gateway/direct: ${ratios.join(', ')} (goal >= 0.6); goals: sequential ALLOW added p50 <= 0.5 ms and p99 <= 2 ms, ping added p50 <= 0.2 ms, DENY p50 <= 0.5 ms (added to the direct ping)`);
     await direct.close();
     await gateway.close();
