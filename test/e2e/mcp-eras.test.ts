@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eq } from 'drizzle-orm';
-import { schema, sealToMember } from '@portcullis/core';
-import { apiClient, signInThroughOutbox, type ApiClient } from '../support/api-client.ts';
-import { sandboxTokenIssuer } from '../support/fixtures.ts';
+import type { ApiClient } from '../support/api-client.ts';
 import { connectMcp, connectMcpV2 } from '../support/mcp-client.ts';
 import { MODERN_PROTOCOL_VERSION, rawModernMcp } from '../support/raw-modern-mcp.ts';
 import { startSplitTopology, type SplitTopology } from '../support/split-topology.ts';
+import { ownerAgentWithGithub } from '../support/owner-agent.ts';
 
 /**
  * Issue 16: `/mcp` serves the stateless MCP revision 2026-07-28 beside the 2025 era's
@@ -63,19 +61,7 @@ describe('/mcp serves both protocol eras (issue 16)', () => {
 
   beforeAll(async () => {
     t = await startSplitTopology({ gatewayCount: 2 });
-    owner = apiClient(t.gateways[0]!);
-    await signInThroughOutbox(owner, t.outboxDir, 'eras-owner@example.com');
-    agentId = (await owner.call('POST', '/api/agents', { name: 'Eras agent' })).body.id;
-    expect((await owner.call('PUT', `/api/agents/${agentId}/services`, { services: ['github'] })).status).toBe(200);
-    ownerMemberId = (await owner.call('GET', `/api/agents/${agentId}`)).body.membership.id;
-    ownerKey = (await owner.call('PUT', `/api/agents/${agentId}/members/${ownerMemberId}/key`, {})).body.key;
-    // The owner's GitHub connection: a sealed sandbox token, as the OAuth flow would leave it.
-    const [row] = await t.database.db.select().from(schema.members).where(eq(schema.members.id, ownerMemberId));
-    const token = await sandboxTokenIssuer(t.sandboxUrl)('github', { login: 'olive', name: 'Olive' });
-    await t.database.db.insert(schema.connections).values({
-      memberId: ownerMemberId, service: 'github', identityInfo: { login: 'olive' },
-      sealedTokens: sealToMember(row!.vaultPublicKey!, JSON.stringify({ accessToken: token })),
-    });
+    ({ owner, agentId, ownerMemberId, ownerKey } = await ownerAgentWithGithub(t, { email: 'eras-owner@example.com', agentName: 'Eras agent' }));
     for (const policy of [
       { name: 'No commits', tools: ['list_commits'], denyMessage: DENY_MESSAGE },
       { name: 'Two lookups per session', tools: ['get_me'], denyMessage: LIMIT_MESSAGE, conditions: { sessionLimit: { maxCalls: 2 } } },

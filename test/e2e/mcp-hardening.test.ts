@@ -2,11 +2,11 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { isConnectorKey, isolatingFetch, MCP_PROTOCOL_SERVICE, schema, sealToMember } from '@portcullis/core';
-import { eq } from 'drizzle-orm';
-import { apiClient, signInThroughOutbox, type ApiClient } from '../support/api-client.ts';
-import { addMember, sandboxTokenIssuer } from '../support/fixtures.ts';
+import { isConnectorKey, isolatingFetch, MCP_PROTOCOL_SERVICE } from '@portcullis/core';
+import type { ApiClient } from '../support/api-client.ts';
+import { addMember } from '../support/fixtures.ts';
 import { startSplitTopology, type SplitTopology } from '../support/split-topology.ts';
+import { ownerAgentWithGithub } from '../support/owner-agent.ts';
 
 /**
  * Issue 15, the `/mcp` endpoint: Origin and Host checks (item 3), a pending member hears that
@@ -76,17 +76,7 @@ describe('/mcp hardening (issue 15: items 3, 10, 11, 16)', () => {
   beforeAll(async () => {
     t = await startSplitTopology({ gatewayEnv: { MCP_ALLOWED_ORIGINS: IDE_ORIGIN } });
     gateway = t.gateways[0]!;
-    owner = apiClient(gateway);
-    await signInThroughOutbox(owner, t.outboxDir, 'hardening-owner@example.com');
-    agentId = (await owner.call('POST', '/api/agents', { name: 'Hardening agent' })).body.id;
-    expect((await owner.call('PUT', `/api/agents/${agentId}/services`, { services: ['github'] })).status).toBe(200);
-    ownerMemberId = (await owner.call('GET', `/api/agents/${agentId}`)).body.membership.id;
-    ownerKey = (await owner.call('PUT', `/api/agents/${agentId}/members/${ownerMemberId}/key`, {})).body.key;
-    const [row] = await t.database.db.select().from(schema.members).where(eq(schema.members.id, ownerMemberId));
-    const token = await sandboxTokenIssuer(t.sandboxUrl)('github', { login: 'olive', name: 'Olive' });
-    await t.database.db.insert(schema.connections).values({
-      memberId: ownerMemberId, service: 'github', identityInfo: { login: 'olive' }, sealedTokens: sealToMember(row!.vaultPublicKey!, JSON.stringify({ accessToken: token })),
-    });
+    ({ owner, agentId, ownerMemberId, ownerKey } = await ownerAgentWithGithub(t, { email: 'hardening-owner@example.com', agentName: 'Hardening agent' }));
   });
   afterAll(async () => { await t?.stop(); });
 
