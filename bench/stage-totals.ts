@@ -2,14 +2,17 @@
 
 export type StageTotals = Map<string, { sum: number; count: number }>;
 
-/** Sum and count of each stage of `portcullis_gateway_mcp_stage_seconds` in a Prometheus scrape. */
+/** Sum and count of each stage of `portcullis_gateway_mcp_stage_seconds` (and of the authorize round trip) in a Prometheus scrape. */
 export function stageTotals(text: string): StageTotals {
   const totals: StageTotals = new Map();
-  for (const match of text.matchAll(/^portcullis_gateway_mcp_stage_seconds_(sum|count)\{stage="([a-z_]+)"\} ([0-9.e+-]+)$/gm)) {
-    const entry = totals.get(match[2]!) ?? { sum: 0, count: 0 };
-    entry[match[1] as 'sum' | 'count'] = Number(match[3]);
-    totals.set(match[2]!, entry);
-  }
+  const add = (stage: string, field: string, value: string) => {
+    const entry = totals.get(stage) ?? { sum: 0, count: 0 };
+    entry[field as 'sum' | 'count'] = Number(value);
+    totals.set(stage, entry);
+  };
+  for (const match of text.matchAll(/^portcullis_gateway_mcp_stage_seconds_(sum|count)\{stage="([a-z_]+)"\} ([0-9.e+-]+)$/gm)) add(match[2]!, match[1]!, match[3]!);
+  // The verdict's round trip is timed by its own series.
+  for (const match of text.matchAll(/^portcullis_gateway_authorize_duration_seconds_(sum|count) ([0-9.e+-]+)$/gm)) add('authorize', match[1]!, match[2]!);
   return totals;
 }
 

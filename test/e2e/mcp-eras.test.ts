@@ -116,6 +116,7 @@ describe('/mcp serves both protocol eras (issue 16)', () => {
       ['an unsupported version', raw.request('tools/call', call, { headers: { 'mcp-protocol-version': '2027-01-01' }, meta: { 'io.modelcontextprotocol/protocolVersion': '2027-01-01' } }), 400, -32022],
       ['no client capabilities', raw.request('tools/call', call, { meta: { 'io.modelcontextprotocol/clientCapabilities': undefined } }), 400, -32602],
       ['a session handle that is no string', raw.request('tools/call', call, { meta: { 'portcullis/sessionHandle': 42 } }), 400, -32602],
+      ['tools/call params the SDK schema refuses (answered in band)', raw.request('tools/call', { name: 'github__get_me', arguments: 'not an object' }), 200, -32602],
       ['ping (removed in 2026-07-28)', raw.request('ping'), 404, -32601],
       ['initialize with a 2026-07-28 envelope', raw.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } }), 404, -32601],
       ['a batch holding a 2026-07-28 request', raw.post([{ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { ...call, _meta: raw.envelope() } }], 'tools/call', 'github__get_me'), 400, -32600],

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '@portcullis/sandbox';
 import { createUpstreamPool, UpstreamError, type UpstreamPool } from '../../services/gateway/src/clients/upstream-pool.ts';
@@ -83,5 +85,35 @@ describe('upstream pool against the sandbox connectors', () => {
     expect(pool.size).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 1_300));
     expect(pool.size).toBe(0);
+  });
+
+  it('does not keep a session whose initialize the upstream refused: the next call sets up a new one', async () => {
+    // A small MCP server of our own whose first initialize fails (as an upstream still starting would).
+    let initializes = 0;
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => { body += chunk; });
+      req.on('end', () => {
+        const message = JSON.parse(body) as { id?: number; method: string };
+        if (message.id === undefined) { res.writeHead(202).end(); return; }
+        const answer = message.method === 'initialize'
+          ? (++initializes === 1
+            ? { error: { code: -32603, message: 'warming up' } }
+            : { result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'flaky', version: '1' } } })
+          : { result: { content: [{ type: 'text', text: 'ok' }] } };
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's1' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, ...answer }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      pool = createUpstreamPool({ timeoutMs: 5_000 });
+      const flaky = { memberId: 'm-f', service: 'github', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, accessToken: 't' };
+      await expect(pool.callTool(flaky, 'get_me', {})).rejects.toBeInstanceOf(UpstreamError);
+      expect(pool.size).toBe(0);
+      expect(await pool.callTool(flaky, 'get_me', {})).toMatchObject({ content: [{ type: 'text', text: 'ok' }] });
+      expect(initializes).toBe(2);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

@@ -8,7 +8,7 @@ import {
 } from '@portcullis/core';
 import { loadAuditConfig } from './config.ts';
 import { CSV_HEADER } from './handlers/export-format.ts';
-import { toAuditEntryMsg } from '@portcullis/core';
+import { MCP_PROTOCOL_SERVICE, toAuditEntryMsg } from '@portcullis/core';
 import { startAuditService, type AuditService } from './server.ts';
 import { openAuditStore } from './store/audit-store.ts';
 import { makeEntry, makeTempDir } from './testing/audit-entries.ts';
@@ -135,6 +135,17 @@ describe('redact_policy_agent_ids on Query, and redact_policy_identities on Sess
     expect(full.policies).toMatchObject([{ policyDbId: 'pol-9', policyKey: 'secret-policy' }]);
     const hidden = await unary<{ calls: number; denied: number; policies: unknown[] }>('SessionActivity', { agentId: TRUSTED, sessionId: 'session-1', redactPolicyIdentities: true });
     expect(hidden).toMatchObject({ calls: 1, denied: 1, policies: [] });
+  });
+
+  it('counts only tool calls in a session\'s activity, as every call counter does (protocol requests are audited apart)', async () => {
+    const agentId = 'agent-protocol';
+    await service.store.insert([
+      makeEntry({ agentId, sessionId: 'session-p', decision: 'DENY', timestamp: '2026-10-02T10:00:00.000Z' }),
+      makeEntry({ agentId, sessionId: 'session-p', decision: 'DENY', service: MCP_PROTOCOL_SERVICE, tool: 'tools/list', timestamp: '2026-10-02T10:00:01.000Z' }),
+    ]);
+    const activity = await unary<{ calls: number; denied: number; tools: Array<{ service: string }> }>('SessionActivity', { agentId, sessionId: 'session-p' });
+    expect(activity).toMatchObject({ calls: 1, denied: 1 });
+    expect(activity.tools.map((t) => t.service)).not.toContain(MCP_PROTOCOL_SERVICE);
   });
 });
 

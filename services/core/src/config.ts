@@ -54,8 +54,9 @@ function modeOf(file: string): number | undefined {
  * key's mode. Creation gets the mode directly; an existing file of a looser mode is tightened.
  */
 export function writePrivateFile(file: string, content: string): void {
-  writeFileSync(file, content, { mode: 0o600 });
+  // Tightened before the new content is written, so the secret never sits in a readable file.
   if (POSIX && ((modeOf(file) ?? 0) & SHARED_BITS) !== 0) chmodSync(file, 0o600);
+  writeFileSync(file, content, { mode: 0o600 });
 }
 
 /**

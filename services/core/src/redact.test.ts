@@ -29,6 +29,7 @@ describe('isSecretKey', () => {
     'password', 'passwd', 'token', 'accessToken', 'refresh_token', 'authToken', 'x-api-key', 'apiKey', 'API_KEY',
     'client_secret', 'clientSecret', 'privateKey', 'private_key', 'sessionId', 'Authorization', 'cookie',
     'aws_secret_access_key', 'cvv', 'user_pin', 'mfa_otp', 'webhook_signature', 'nextPageToken',
+    'accesstoken', 'refreshtoken', 'apitoken', 'ACCESSTOKEN', 'dbpassword', 'pass', 'clientsecret',
   ])('%s names a secret', (key) => {
     expect(isSecretKey(key)).toBe(true);
   });
@@ -70,6 +71,7 @@ describe('looksLikeCredential', () => {
     ['npm token', fake('npm_', 36)],
     ['Portcullis member key', fake('pcm_', 43)],
     ['Bearer header value', 'Bearer abcdefghijklmnop0123456789'],
+    ['lower-case bearer header value', 'bearer abcdefghijklmnop0123456789'],
     ['URL with credentials', 'postgres://admin:s3cr3t@db.internal:5432/app'],
     ['Slack webhook URL', 'https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX'],
   ])('%s', (_label, value) => {

@@ -19,8 +19,10 @@ const SECRET_WORDS = new Set([
   'auth', 'authorization', 'authorisation', 'bearer', 'cookie', 'credential', 'credentials',
   'cvc', 'cvv', 'jwt', 'otp', 'passcode', 'passphrase', 'passwd', 'password', 'pin', 'pwd',
   'secret', 'secrets', 'session', 'sig', 'signature', 'ssn', 'token', 'tokens', 'totp',
-  'apikey', 'privatekey', 'accesskey', 'clientsecret',
+  'apikey', 'privatekey', 'accesskey', 'clientsecret', 'pass',
 ]);
+/** Word endings that name a secret in keys written as one word (`accesstoken`, `dbpassword`, `APITOKEN`). */
+const SECRET_SUFFIXES = ['token', 'tokens', 'password', 'passwd', 'secret', 'secrets'];
 /** Adjacent word pairs that name a secret although neither word alone does (`api_key`, `privateKey`). */
 const SECRET_WORD_PAIRS = new Set(['api key', 'private key', 'access key', 'secret key', 'signing key', 'encryption key', 'master key']);
 
@@ -48,7 +50,7 @@ const SECRET_VALUE = new RegExp([
   String.raw`\bpcm_[A-Za-z0-9_-]{43}`,                           // Portcullis member keys
   String.raw`\bey[A-Za-z0-9_-]{15,}\.ey[A-Za-z0-9_-]{15,}\.[A-Za-z0-9_-]{10,}`, // jwt
   String.raw`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`, // private-key (PEM, OpenSSH, PGP)
-  String.raw`\bBearer\s+[A-Za-z0-9._~+/-]{16,}=*`,               // an Authorization header value
+  String.raw`\b(?:[Bb]earer|BEARER)\s+[A-Za-z0-9._~+/-]{16,}=*`,               // an Authorization header value
   String.raw`://[^/\s:@]{1,100}:[^/\s:@]{1,100}@`,               // credentials inside a URL
 ].join('|'));
 
@@ -68,7 +70,7 @@ export function isSecretKey(key: string): boolean {
     .split(/[^a-z0-9]+/)
     .filter(Boolean);
   for (let i = 0; i < words.length; i++) {
-    if (SECRET_WORDS.has(words[i]!)) return true;
+    if (SECRET_WORDS.has(words[i]!) || SECRET_SUFFIXES.some((suffix) => words[i]!.endsWith(suffix))) return true;
     if (i > 0 && SECRET_WORD_PAIRS.has(`${words[i - 1]} ${words[i]}`)) return true;
   }
   return false;

@@ -248,8 +248,9 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     },
 
     async sessionActivity(agentId, sessionId) {
-      const params = { agent: agentId, session: sessionId };
-      const scope = `${FROM_FINAL} WHERE agent_id = {agent:String} AND session_id = {session:String}`;
+      // Tool calls only, as every call counter counts them (protocol requests are audited apart, decision 025).
+      const params = { agent: agentId, session: sessionId, ...TOOL_CALLS_ONLY.params };
+      const scope = `${FROM_FINAL} WHERE agent_id = {agent:String} AND session_id = {session:String} AND ${TOOL_CALLS_ONLY.sql}`;
       type Counts = { calls: number | string; allowed: number | string; denied: number | string };
       const counts = (row: Counts) => ({ calls: Number(row.calls), allowed: Number(row.allowed), denied: Number(row.denied) });
       const tally = "count() AS calls, countIf(decision = 'ALLOW') AS allowed, countIf(decision = 'DENY') AS denied";

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { normaliseEmail, type AuthService } from '../modules/auth/auth-service.ts';
+import { CODE_TTL_MS, normaliseEmail, type AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser, SESSION_COOKIE, SIGN_IN_COOKIE } from '../plugins/session-auth.ts';
 import { createLimiters, type AuthRateLimits } from '../plugins/rate-limits.ts';
 
@@ -22,7 +22,7 @@ const mfaVerifyBody = z.union([
 /** The sign-in nonce: 256 random bits, base64url. Anything else in the cookie is ignored. */
 const NONCE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** As long as a code or link lives (10 minutes). */
-const SIGN_IN_COOKIE_MAX_AGE_SECONDS = 10 * 60;
+const SIGN_IN_COOKIE_MAX_AGE_SECONDS = CODE_TTL_MS / 1000;
 
 function signInNonceOf(request: FastifyRequest): string | undefined {
   const nonce = request.cookies[SIGN_IN_COOKIE];

@@ -129,7 +129,8 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
     const { key, session } = sessionFor(target);
     await acquire(session, deadline);
     try {
-      await session.client.ready;
+      // A session whose set-up failed is never reused, whatever the failure was.
+      await session.client.ready.catch((err: unknown) => { discard(key, session); throw err; });
       return await session.client.callTool(tool, args, deadline);
     } catch (err) {
       // A broken session is not reused: the next call opens a new one. A JSON-RPC error the

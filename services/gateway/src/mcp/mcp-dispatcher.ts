@@ -22,6 +22,12 @@ export type JsonRpcReply =
   | { jsonrpc: '2.0'; id: JsonRpcId; result: Record<string, unknown> }
   | { jsonrpc: '2.0'; id: JsonRpcId; error: { code: number; message: string; data?: unknown } };
 
+/** The SDK schema each method's params are validated with. */
+const PARAMS_SCHEMAS: Record<string, typeof CallToolRequestSchema | typeof InitializeRequestSchema> = {
+  initialize: InitializeRequestSchema,
+  'tools/call': CallToolRequestSchema,
+};
+
 type Handler = (request: JSONRPCRequest, caller: McpCaller) => Record<string, unknown> | Promise<Record<string, unknown>>;
 
 /**
@@ -60,6 +66,16 @@ export function createMcpDispatcher(deps: { toolCalls: ToolCallService; onError?
   ]);
 
   return {
+    /**
+     * Whether a request's params fail its method's SDK schema, as the -32602 error `answer` would
+     * give; undefined when they pass (or the method takes none of its own).
+     */
+    paramsProblem(request: JSONRPCRequest): { code: number; message: string } | undefined {
+      const schema = PARAMS_SCHEMAS[request.method];
+      const parsed = schema?.safeParse(request);
+      return parsed && !parsed.success ? { code: ErrorCode.InvalidParams, message: new McpError(ErrorCode.InvalidParams, `Invalid ${request.method} request: ${parsed.error.message}`).message } : undefined;
+    },
+
     /** The reply to one request; never throws (a failure is a JSON-RPC error). */
     async answer(request: JSONRPCRequest, caller: McpCaller): Promise<JsonRpcReply> {
       const handler = handlers.get(request.method);

@@ -8,6 +8,7 @@ import {
 } from './mcp-era.ts';
 import { SERVER_CAPABILITIES, SERVER_INFO, type JsonRpcReply, type McpDispatcher } from './mcp-dispatcher.ts';
 import { timed } from './stage-timing.ts';
+import { headerOf, rpcError, storedClientText } from './mcp-http.ts';
 
 /**
  * The `_meta` key a stateless client may send to name its tool session (decision 032): calls
@@ -22,15 +23,8 @@ const TOOL_METHODS = new Set(['tools/list', 'tools/call']);
 
 /** The standard 2026-07-28 request headers of an HTTP request. */
 export function eraHeadersOf(request: FastifyRequest): EraHeaders {
-  const header = (name: string) => {
-    const value = request.headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  };
-  return { protocolVersion: header('mcp-protocol-version'), method: header('mcp-method'), name: header('mcp-name') };
+  return { protocolVersion: headerOf(request, 'mcp-protocol-version'), method: headerOf(request, 'mcp-method'), name: headerOf(request, 'mcp-name') };
 }
-
-/** Stored with the session and shown in the dashboard: control characters dropped, bounded. */
-const clean = (value: unknown, max = 200) => (typeof value === 'string' ? value.replace(/[\u0000-\u001F\u007F]/g, '').slice(0, max) : '');
 
 /** A valid handle: 1–128 characters, none of them control characters. */
 const isSessionHandle = (value: unknown): value is string =>
@@ -59,19 +53,20 @@ function modernResult(method: string, result: Record<string, unknown>): Record<s
  */
 export function createModernMcp(deps: { dispatcher: McpDispatcher; sessions: Pick<SessionRegistry, 'streamSession' | 'touch'> }) {
   const send = (reply: FastifyReply, status: number, payload: object) => reply.code(status).type('application/json').send(JSON.stringify(payload));
-  const refuse = (reply: FastifyReply, status: number, id: unknown, code: number, message: string, data?: unknown) =>
-    send(reply, status, { jsonrpc: '2.0', id, error: { code, message, ...(data !== undefined ? { data } : {}) } });
 
   async function answer(request: JSONRPCRequest, caller: { context: MemberContext; callerIp: string }): Promise<JsonRpcReply> {
     if (request.method === 'server/discover') {
       return { jsonrpc: '2.0', id: request.id, result: modernResult(request.method, { supportedVersions: [...MODERN_PROTOCOL_VERSIONS], capabilities: SERVER_CAPABILITIES }) };
     }
+    // Bad params are refused before the request opens or touches a tool session.
+    const invalid = deps.dispatcher.paramsProblem(request);
+    if (invalid) return { jsonrpc: '2.0', id: request.id, error: invalid };
     const envelope = envelopeOf(request.params) ?? {};
     const client = envelope[CLIENT_INFO_META_KEY] as { name?: unknown; version?: unknown } | undefined;
     const { context } = caller;
     const session = await timed('session', () => deps.sessions.streamSession({
       agentId: context.agentId, memberId: context.memberId, keyId: context.keyId,
-      clientName: clean(client?.name), clientVersion: clean(client?.version), protocolVersion: MODERN_PROTOCOL_VERSIONS[0],
+      clientName: storedClientText(client?.name), clientVersion: storedClientText(client?.version), protocolVersion: MODERN_PROTOCOL_VERSIONS[0],
       handle: (envelope[SESSION_HANDLE_META_KEY] as string | undefined) ?? '',
     }));
     deps.sessions.touch(session.id);
@@ -84,22 +79,22 @@ export function createModernMcp(deps: { dispatcher: McpDispatcher; sessions: Pic
     async serve(route: Exclude<EraRoute, { kind: 'legacy' }>, body: unknown, request: FastifyRequest, reply: FastifyReply, context: MemberContext) {
       const bodyId = (body as { id?: unknown } | null)?.id;
       const echoedId = typeof bodyId === 'string' || typeof bodyId === 'number' ? bodyId : null;
-      if (route.kind === 'reject') return refuse(reply, 400, echoedId, route.code, route.message, route.data);
+      if (route.kind === 'reject') return rpcError(reply, 400, route.code, route.message, echoedId, route.data);
 
       const { message, revision } = route;
       if (!(MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(revision)) {
         const requested = revision.slice(0, 64);
-        return refuse(reply, 400, echoedId, JSONRPC_UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${requested}`, { supported: [...MODERN_PROTOCOL_VERSIONS], requested });
+        return rpcError(reply, 400, JSONRPC_UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${requested}`, echoedId, { supported: [...MODERN_PROTOCOL_VERSIONS], requested });
       }
       if (!('id' in message)) return reply.code(202).send();
       const headerProblem = standardHeaderProblem(message, revision, eraHeadersOf(request));
-      if (headerProblem) return refuse(reply, 400, message.id, headerProblem.code, headerProblem.message, headerProblem.data);
+      if (headerProblem) return rpcError(reply, 400, headerProblem.code, headerProblem.message, message.id, headerProblem.data);
       if (message.method !== 'server/discover' && !TOOL_METHODS.has(message.method)) {
-        return refuse(reply, 404, message.id, ErrorCode.MethodNotFound, 'Method not found');
+        return rpcError(reply, 404, ErrorCode.MethodNotFound, 'Method not found', message.id);
       }
       const handle = envelopeOf(message.params)?.[SESSION_HANDLE_META_KEY];
       if (handle !== undefined && !isSessionHandle(handle)) {
-        return refuse(reply, 400, message.id, ErrorCode.InvalidParams, `Invalid params: _meta["${SESSION_HANDLE_META_KEY}"] must be a string of 1 to 128 characters without control characters`);
+        return rpcError(reply, 400, ErrorCode.InvalidParams, `Invalid params: _meta["${SESSION_HANDLE_META_KEY}"] must be a string of 1 to 128 characters without control characters`, message.id);
       }
       return send(reply, 200, await answer(message, { context, callerIp: request.ip }));
     },

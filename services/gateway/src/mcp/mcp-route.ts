@@ -9,6 +9,7 @@ import type { MemberKeyResolver } from '../modules/identity/member-key-resolver.
 import type { MemberContext } from '../modules/identity/member-context.ts';
 import type { SessionRegistry } from '../modules/sessions/session-registry.ts';
 import { createMcpDispatcher } from './mcp-dispatcher.ts';
+import { headerOf, rpcError, storedClientText } from './mcp-http.ts';
 import { classifyEra } from './mcp-era.ts';
 import { createModernMcp, eraHeadersOf } from './mcp-modern.ts';
 import { startStage, timed } from './stage-timing.ts';
@@ -27,10 +28,6 @@ export const JSONRPC_SESSION_NOT_FOUND = -32004;
 
 declare module 'fastify' {
   interface FastifyRequest { mcpContext?: MemberContext }
-}
-
-function rpcError(reply: FastifyReply, status: number, code: number, message: string, id: unknown = null) {
-  return reply.code(status).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id });
 }
 
 function bearerOf(request: FastifyRequest): string | undefined {
@@ -178,16 +175,10 @@ export async function mcpRoutes(app: FastifyInstance, options: {
   app.route({ method: ['POST', 'GET', 'DELETE'], url: '/mcp', handler: handle });
 }
 
-function headerOf(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** Who the client of an `initialize` says it is, as stored with its tool session. */
 function clientOf(init: InitializeRequest): { clientName: string; clientVersion: string; protocolVersion: string } {
-  // Stored in Postgres and shown in the dashboard: control characters (NUL cannot be stored) are dropped.
-  const clip = (value: unknown) => (typeof value === 'string' ? value.replace(/[\u0000-\u001F\u007F]/g, '').slice(0, 200) : '');
-  return { clientName: clip(init.params.clientInfo?.name), clientVersion: clip(init.params.clientInfo?.version), protocolVersion: clip(init.params.protocolVersion) };
+  const { clientInfo, protocolVersion } = init.params;
+  return { clientName: storedClientText(clientInfo?.name), clientVersion: storedClientText(clientInfo?.version), protocolVersion: storedClientText(protocolVersion) };
 }
 
 function extractArgs(body: unknown): Record<string, unknown> {

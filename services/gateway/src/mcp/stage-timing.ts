@@ -7,11 +7,12 @@ const STAGE_BUCKETS = [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.00
 /**
  * Where a `/mcp` request spends its time, one series per stage: `key` (member key → caller),
  * `parse` (JSON and the SDK's message schema), `session` (tool-session lookup or creation),
- * `authorize` (the verdict from the decision point), `audit_record` (the write-ahead record's
+ * `audit_record` (the write-ahead record's
  * acceptance), `upstream` (the connector call), and `request` (the whole request, from its
- * first hook to the reply). `bench/mcp-overhead` prints the mean of each.
+ * first hook to the reply). The verdict's round trip has its own series,
+ * `portcullis_gateway_authorize_duration_seconds`. `bench/mcp-overhead` prints the mean of each.
  */
-export type McpStage = 'key' | 'parse' | 'session' | 'authorize' | 'audit_record' | 'upstream' | 'request';
+export type McpStage = 'key' | 'parse' | 'session' | 'audit_record' | 'upstream' | 'request';
 
 const stageSeconds = histogram('portcullis_gateway_mcp_stage_seconds', 'Time a /mcp request spends in each stage', ['stage'], STAGE_BUCKETS);
 

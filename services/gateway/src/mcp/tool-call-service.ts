@@ -12,7 +12,7 @@ import { UpstreamError, type UpstreamPool } from '../clients/upstream-pool.ts';
 import { AuditUnavailable, type AuditPublisher } from '../modules/audit/audit-publisher.ts';
 import type { MemberConnection, MemberContext } from '../modules/identity/member-context.ts';
 import { hidesPolicyIdentities } from '../modules/audit/audit-scope.ts';
-import { startStage, timed } from './stage-timing.ts';
+import { timed } from './stage-timing.ts';
 import { ReauthRequired, type SealedTokens } from '../modules/connections/sealed-tokens.ts';
 
 export const POLICY_UNAVAILABLE = 'Policy service unavailable: the call was denied because no verdict could be obtained';
@@ -128,7 +128,6 @@ export function createToolCallService(deps: {
 
   async function decide(context: MemberContext, request: ToolCallRequest, service: string, tool: string): Promise<Verdict> {
     const stopTimer = authorizeDuration.startTimer();
-    const stageDone = startStage('authorize');
     try {
       const response = await deps.policy.authorize({
         agentId: context.agentId,
@@ -145,7 +144,6 @@ export function createToolCallService(deps: {
       return { decision: 'DENY', reason: POLICY_UNAVAILABLE, response: undefined };
     } finally {
       stopTimer();
-      stageDone();
     }
   }
 

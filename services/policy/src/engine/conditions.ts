@@ -1,4 +1,4 @@
-import { getConnector, getTool, policyConditionsSchema, resourceTypesOf, type ArgRule, type PolicyConditions, type TimeWindow, type Weekday } from '@portcullis/core';
+import { getConnector, getTool, LinearPattern, policyConditionsSchema, resourceTypesOf, type ArgRule, type PolicyConditions, type TimeWindow, type Weekday } from '@portcullis/core';
 import { cedarLiteral, entityUidText } from './cedar-text.ts';
 
 /**
@@ -34,6 +34,8 @@ export interface RegexRule {
   tag: string;
   path: string;
   pattern: string;
+  /** The pattern compiled once, when the record is (the schema check above already proved it compiles). */
+  compiled: LinearPattern;
 }
 
 export const NO_CONDITION_NEEDS: ConditionNeeds = Object.freeze({ timeZones: [], argPaths: [], regexRules: [], sessionLimit: undefined }) as ConditionNeeds;
@@ -80,7 +82,9 @@ export function compileConditions(input: ConditionsInput, errors: string[], mism
     checkArgPath(input, rule.path, index, mismatch);
     if (rule.op === 'regex') {
       const tag = `${input.policyKey}#args.${index}`;
-      needs.regexRules.push({ tag, path: rule.path, pattern: rule.pattern });
+      const compiled = LinearPattern.compile(rule.pattern);
+      if (!compiled.ok) errors.push(`conditions.args.${index}.pattern: ${compiled.problem}`);
+      else needs.regexRules.push({ tag, path: rule.path, pattern: rule.pattern, compiled: compiled.pattern });
       clauses.push(`when { context.matches.hasTag(${cedarLiteral(tag)}) && context.matches.getTag(${cedarLiteral(tag)}) }`);
     } else {
       if (!needs.argPaths.includes(rule.path)) needs.argPaths.push(rule.path);

@@ -1,5 +1,5 @@
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { AGENT_TYPE, LinearPattern, type AuthorizeResponse } from '@portcullis/core';
+import { AGENT_TYPE, type AuthorizeResponse, type LinearPattern } from '@portcullis/core';
 import type { CatalogAction } from './action-index.ts';
 import {
   BASE_POLICY_KEY, BUILTIN_POLICIES, compileAgentPolicySet, readsOnlyPrincipalAndAction, renderPolicy,
@@ -108,11 +108,7 @@ function actionConditions(parts: readonly CompiledPolicyParts[]): ActionConditio
     if (!p.needs) continue;
     for (const zone of p.needs.timeZones) timeZones.add(zone);
     for (const path of p.needs.argPaths) argPaths.add(path);
-    for (const rule of p.needs.regexRules) {
-      const compiled = LinearPattern.compile(rule.pattern);
-      if (!compiled.ok) throw new Error(`policy ${JSON.stringify(p.policyKey)}: pattern ${JSON.stringify(rule.pattern)} ${compiled.problem}`);
-      regexRules.push({ tag: rule.tag, path: rule.path, pattern: compiled.pattern, whenNotRun: p.effect === 'forbid' });
-    }
+    for (const rule of p.needs.regexRules) regexRules.push({ tag: rule.tag, path: rule.path, pattern: rule.compiled, whenNotRun: p.effect === 'forbid' });
     if (p.needs.sessionLimit !== undefined) limitedKeys.push(p.policyKey);
   }
   return { timeZones: [...timeZones], argPaths: [...argPaths], regexRules, limitedKeys };

@@ -9,7 +9,8 @@ export type { DashboardSessionView, MfaPendingReason, MfaPolicy, MfaState, Sessi
 
 const { dashboardSessions, members, signInCodes, users } = schema;
 
-const CODE_TTL_MS = 10 * 60_000;
+/** How long an e-mailed code or link stays usable (the link's browser-binding cookie lives as long). */
+export const CODE_TTL_MS = 10 * 60_000;
 const MAX_ATTEMPTS = 5;
 /** `lastSeenAt` is written at most once a minute per session (sooner for very short idle windows), not on every request. */
 const TOUCH_INTERVAL_MS = 60_000;

@@ -89,6 +89,6 @@ export function requireSelf(access: AgentAccess, memberId: string, what: string)
  */
 export async function loadSelfOrOwnerTarget(db: Database, access: AgentAccess, memberId: string, what: string): Promise<MemberRow> {
   if (access.membership.id === memberId) return access.membership;
-  if (!seesInFull(access, memberId)) throw new ApiError('forbidden', `Only the member themself or an owner of this agent can ${what}.`);
+  if (!access.isOwner) throw new ApiError('forbidden', `Only the member themself or an owner of this agent can ${what}.`);
   return loadMemberOfAgent(db, access.agent.id, memberId);
 }

@@ -105,7 +105,7 @@ export function createSessionRegistry(deps: {
 }): SessionRegistry {
   const now = deps.now ?? Date.now;
   const seen = new Map<string, Date>();
-  const timer = setInterval(() => { void flush(); }, deps.flushMs ?? 5_000);
+  const timer = setInterval(() => { pruneLive(); void flush(); }, deps.flushMs ?? 5_000);
   timer.unref();
 
   // Live sessions this replica has read, so a request costs no database read. Ending a session
@@ -120,6 +120,12 @@ export function createSessionRegistry(deps: {
       if (event.kind === 'key.revoked' ? row.keyId === event.keyId : row.agentId === event.agentId) live.delete(id);
     }
   });
+
+  /** Drops cached sessions past the TTL (they would be read again anyway), so abandoned ones do not pile up. */
+  function pruneLive(): void {
+    const cutoff = now() - cacheTtlMs;
+    for (const [id, { loadedAt }] of live) if (loadedAt < cutoff) live.delete(id);
+  }
 
   async function load(id: string): Promise<ToolSessionRow | undefined> {
     const [row] = await deps.db.select().from(toolSessions).where(eq(toolSessions.id, id)).limit(1);
@@ -137,8 +143,8 @@ export function createSessionRegistry(deps: {
     let row = cached && now() - cached.loadedAt < cacheTtlMs ? cached.row : await load(id);
     if (!row) return undefined;
     if (statusOf(row) === 'expired' && cached) {
-      // Idle as far as this replica knows: another replica may have served it since, so ask Postgres.
-      await flush();
+      // Idle as far as this replica knows (its own touches count): another replica may have
+      // served it since and flushed that, so ask Postgres before ending it.
       row = await load(id);
       if (!row) return undefined;
     }
