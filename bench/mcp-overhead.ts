@@ -88,12 +88,15 @@ async function saturation(call: () => Promise<unknown>, concurrency: number, sec
 async function main() {
   const db = await createTestDatabase('bench');
   const dataDir = mkdtempSync(join(tmpdir(), 'pc-bench-'));
-  const [port, sandboxPort] = await Promise.all([freePort(), freePort()]);
+  const [port, sandboxPort, passthroughPort] = await Promise.all([freePort(), freePort(), freePort()]);
   const secret = randomBytes(32).toString('base64url');
   // The upstream runs in its own process, as a real connector would: its CPU is not the gateway's.
   const sandbox = startTs('services/sandbox/src/main.ts', { SANDBOX_PORT: String(sandboxPort), PORTCULLIS_SECRET: secret, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, 'sandbox');
   await sandbox.waitFor(/sandbox listening/);
   const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+  // The bare-transport baseline: a plain Node proxy in a process of its own, enforcing nothing.
+  const passthrough = startTs('bench/passthrough.ts', { PASSTHROUGH_PORT: String(passthroughPort), PASSTHROUGH_UPSTREAM: `${sandboxUrl}/github/mcp` }, 'passthrough');
+  await passthrough.waitFor(/passthrough listening/);
   const product = startTs('services/standalone/src/main.ts', {
     PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', MAIL_URL: `file://${dataDir}/outbox`, PORTCULLIS_SECRET: secret,
     ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, `${sandboxUrl}/${c.key}/mcp`])),
@@ -121,7 +124,9 @@ async function main() {
     const token = await sandboxTokenIssuer(sandboxUrl)('github', { login: 'bench', name: 'Bench' });
     const direct = await connect(`${sandboxUrl}/github/mcp`, token);
     const gateway = await connect(`http://127.0.0.1:${port}/mcp`, memberKey!);
+    const proxied = await connect(`http://127.0.0.1:${passthroughPort}/mcp`, token);
     const callDirect = () => direct.callTool({ name: 'get_me', arguments: {} });
+    const callPassthrough = () => proxied.callTool({ name: 'get_me', arguments: {} });
     const callGateway = async () => {
       const r = await gateway.callTool({ name: 'github__get_me', arguments: {} });
       if (r.isError) throw new Error(`gateway denied the bench call: ${JSON.stringify(r.content)}`);
@@ -137,7 +142,7 @@ async function main() {
 
     // Warm up both paths (JIT, connection pools, the PDP's prepared set).
     process.stderr.write('bench: warm-up\n');
-    for (let i = 0; i < 500; i++) { await callDirect(); await callGateway(); await callDenied(); await pingGateway(); }
+    for (let i = 0; i < 500; i++) { await callDirect(); await callPassthrough(); await callGateway(); await callDenied(); await pingGateway(); }
 
     const f = (n: number) => n.toFixed(3);
     const report: string[] = [];
@@ -148,6 +153,7 @@ async function main() {
     const before = stageTotals(await (await fetch(metricsUrl)).text());
     const seq = {
       direct: await sequential(callDirect, SEQUENTIAL),
+      passthrough: await sequential(callPassthrough, SEQUENTIAL),
       allow: await sequential(callGateway, SEQUENTIAL),
       deny: await sequential(callDenied, SEQUENTIAL),
       ping: await sequential(pingGateway, SEQUENTIAL),
@@ -156,6 +162,7 @@ async function main() {
     const after = stageTotals(await (await fetch(metricsUrl)).text());
     report.push(`| sequential (${SEQUENTIAL} each) | p50 ms | p99 ms | added p50 ms | added p99 ms |`, '|---|---:|---:|---:|---:|');
     report.push(`| direct tools/call | ${f(seq.direct.p50)} | ${f(seq.direct.p99)} | | |`);
+    report.push(`| bare Node passthrough tools/call (enforces nothing) | ${f(seq.passthrough.p50)} | ${f(seq.passthrough.p99)} | ${f(seq.passthrough.p50 - seq.direct.p50)} | ${f(seq.passthrough.p99 - seq.direct.p99)} |`);
     report.push(`| gateway tools/call ALLOW | ${f(seq.allow.p50)} | ${f(seq.allow.p99)} | **${f(seq.allow.p50 - seq.direct.p50)}** | **${f(seq.allow.p99 - seq.direct.p99)}** |`);
     report.push(`| direct ping (the bare SDK round trip) | ${f(seq.directPing.p50)} | ${f(seq.directPing.p99)} | | |`);
     report.push(`| gateway tools/call DENY (no upstream) | ${f(seq.deny.p50)} | ${f(seq.deny.p99)} | **${f(seq.deny.p50 - seq.directPing.p50)}** | **${f(seq.deny.p99 - seq.directPing.p99)}** |`);
@@ -176,12 +183,14 @@ async function main() {
     for (const concurrency of CONCURRENCIES) {
       process.stderr.write(`bench: saturation, ${concurrency} in flight\n`);
       const dSat = await saturation(callDirect, concurrency, SECONDS);
+      const pSat = await saturation(callPassthrough, concurrency, SECONDS);
       const satBefore = stageTotals(await (await fetch(metricsUrl)).text());
       const gSat = await saturation(callGateway, concurrency, SECONDS);
       breakdowns.push('', `${concurrency} in flight:`, ...stageBreakdown(satBefore, stageTotals(await (await fetch(metricsUrl)).text())));
       report.push(`| ${concurrency} in flight | direct | | | ${dSat.toFixed(0)} |`);
+      report.push(`| ${concurrency} in flight | bare passthrough | | | ${pSat.toFixed(0)} |`);
       report.push(`| ${concurrency} in flight | gateway | | | ${gSat.toFixed(0)} |`);
-      ratios.push(`${concurrency} in flight ${(gSat / dSat).toFixed(2)}`);
+      ratios.push(`${concurrency} in flight ${(gSat / dSat).toFixed(2)} (bare passthrough ${(pSat / dSat).toFixed(2)})`);
     }
 
     console.log(`\nbench/mcp-overhead: tools/call github__get_me, ${POLICIES} policies on the agent, audit on`);
@@ -191,12 +200,14 @@ async function main() {
     console.log(`\nsaturation ratio gateway/direct: ${ratios.join(', ')} (goal >= 0.6); goals: sequential ALLOW added p50 <= 0.5 ms and p99 <= 2 ms, ping added p50 <= 0.2 ms, DENY p50 <= 0.5 ms (added to the direct ping)`);
     await direct.close();
     await gateway.close();
+    await proxied.close();
   } catch (err) {
     console.error(`bench failed; the product printed:\n${product.output()}`);
     throw err;
   } finally {
     await product.stop();
     await sandbox.stop();
+    await passthrough.stop();
     await db.drop();
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -130,8 +130,14 @@ describe('faults under load: 3-node NATS (R3), 2 gateways, 2 policy services, 2 
     const deadline = Date.now() + 30_000;
     for (;;) {
       const result = await clickhouse.query({
-        query: `SELECT JSONExtractString(tool_args, 'title') AS title, decision, reason FROM portcullis.audit_entries FINAL
-                WHERE agent_id = {agent:String} AND startsWith(JSONExtractString(tool_args, 'title'), {label:String})`,
+        // Each entry once in audit_entries (no FINAL, so a double shows), plus write-ahead records
+        // still open: a call forwarded by a gateway that died has its decision record there (decision 035).
+        query: `SELECT JSONExtractString(tool_args, 'title') AS title, decision, reason FROM (
+                  SELECT tool_args, decision, reason FROM portcullis.audit_entries WHERE agent_id = {agent:String}
+                  UNION ALL
+                  SELECT tool_args, decision, reason FROM portcullis.audit_open
+                  WHERE agent_id = {agent:String} AND id NOT IN (SELECT id FROM portcullis.audit_entries WHERE agent_id = {agent:String}))
+                WHERE startsWith(JSONExtractString(tool_args, 'title'), {label:String})`,
         query_params: { agent: agentId, label: `${label}-` }, format: 'JSONEachRow',
       });
       const byTitle = new Map<string, Array<{ decision: string; reason: string }>>();

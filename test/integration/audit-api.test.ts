@@ -111,6 +111,25 @@ async function ndjson(query: string, actor: Actor = 'owner'): Promise<AuditEntry
   return res.body.split('\n').filter(Boolean).map((line) => JSON.parse(line) as AuditEntry);
 }
 
+describe('the agent filter after a rename (decision 035)', () => {
+  it('finds a renamed agent\'s entries by its current name and by the name they were recorded with', async () => {
+    const owner = roles.cookieOf.owner!;
+    const renamed = await h.request({ method: 'PUT', url: `/api/agents/${agent.trusted}`, payload: { name: 'Night Shift' }, cookie: owner });
+    expect(renamed.statusCode, renamed.body).toBe(200);
+    try {
+      for (const needle of ['night', 'TRUSTED']) {
+        const listed = await get(`/api/audit?agent=${needle}`);
+        expect(listed.statusCode, listed.body).toBe(200);
+        expect((listed.json() as { entries: Array<{ reason: string }> }).entries.map((e) => e.reason).sort()).toEqual(['t1', 't2']);
+      }
+      // Another user's agent's current name opens nothing.
+      expect(((await get('/api/audit?agent=outsider')).json() as { total: number }).total).toBe(0);
+    } finally {
+      await h.request({ method: 'PUT', url: `/api/agents/${agent.trusted}`, payload: { name: 'Trusted Ops' }, cookie: owner });
+    }
+  });
+});
+
 describe('GET /api/audit/export as CSV', () => {
   it('is an attachment with the spec columns (exact header, no callerIp), RFC 4180 quoting, names for agent and member', async () => {
     const res = await get('/api/audit/export?agent=support');

@@ -47,8 +47,9 @@ describe('audit writer over NATS JetStream', () => {
     let lostAcks = 0;
     let rowsInserted = 0;
     const flakyStore = {
-      async insert(batch: readonly AuditEntry[]) {
-        await store.insert(batch);
+      tidyOpenRecords: (options: { settleBefore?: Date }) => store.tidyOpenRecords(options),
+      async insert(batch: readonly AuditEntry[], options?: { redelivered?: boolean }) {
+        await store.insert(batch, options);
         rowsInserted += batch.length;
         if (lostAcks === 0) {
           lostAcks += 1;

@@ -1,16 +1,23 @@
 import { SpanKind, type Span } from '@opentelemetry/api';
-import { auditEntrySchema, contextFromTraceHeaders, counter, histogram, tracerOf, type AuditEntry, type Bus } from '@portcullis/core';
-import type { AuditStore } from './store/audit-store.ts';
+import { auditEntryOf, auditEntrySchema, contextFromTraceHeaders, counter, histogram, tracerOf, type AuditEntry, type Bus } from '@portcullis/core';
+import { DEFAULT_LATE_AFTER_MS, type AuditStore } from './store/audit-store.ts';
 import type { AuditLogger } from './handlers/grpc-errors.ts';
 
 export interface AuditWriterOptions {
   bus: Pick<Bus, 'consumeAudit'>;
-  store: Pick<AuditStore, 'insert'>;
+  store: Pick<AuditStore, 'insert' | 'tidyOpenRecords'>;
   /** Most entries in one INSERT. */
   batchSize: number;
   /** Longest a partial batch waits before it is written. */
   maxWaitMs: number;
   log?: AuditLogger;
+  /**
+   * How often the writer tidies `audit_open` (deletes closed write-ahead records, settles
+   * orphans older than `settleAfterMs`). Default 30 s; 0 turns it off.
+   */
+  tidyEveryMs?: number;
+  /** Age past which an open write-ahead record is settled as an orphan: the store's `lateAfterMs`. */
+  settleAfterMs?: number;
 }
 
 export interface AuditWriter {
@@ -40,13 +47,13 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
   const consumer = await options.bus.consumeAudit({
     batchSize: options.batchSize,
     maxWaitMs: options.maxWaitMs,
-    async handle(batch: AuditEntry[]) {
+    async handle(batch: AuditEntry[], delivery) {
       const writable = withoutMalformed(batch, log);
       // Each traced call's trace continues with its write (entries of untraced calls carry none).
       const spans: Span[] = writable.filter((e) => e.traceparent).map((e) =>
         tracer.startSpan('audit.write', { kind: SpanKind.CONSUMER, attributes: { 'portcullis.stage': e.stage ?? 'complete', 'portcullis.batch_size': writable.length } }, contextFromTraceHeaders({ traceparent: e.traceparent })));
       try {
-        await options.store.insert(writable);
+        await options.store.insert(writable, delivery);
         for (const span of spans) span.end();
         written.inc(writable.length);
         batchSizes.observe(writable.length);
@@ -65,20 +72,40 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
       log(`audit writer: dead-lettered a message (${error}): ${raw.slice(0, 200)}`);
     },
   });
-  return { get deadLettered() { return deadLettered; }, drain: () => consumer.drain(), stop: () => consumer.stop() };
+  const tidyEveryMs = options.tidyEveryMs ?? DEFAULT_TIDY_EVERY_MS;
+  let tidying: Promise<unknown> = Promise.resolve();
+  const tidy = () => {
+    tidying = options.store.tidyOpenRecords({ settleBefore: new Date(Date.now() - (options.settleAfterMs ?? DEFAULT_LATE_AFTER_MS)) })
+      .catch((err) => log('audit writer: tidying open write-ahead records failed; next round retries', err));
+  };
+  const timer = tidyEveryMs > 0 ? setInterval(tidy, tidyEveryMs) : undefined;
+  timer?.unref();
+  const stopTidying = async () => {
+    if (timer) clearInterval(timer);
+    await tidying;
+  };
+  return {
+    get deadLettered() { return deadLettered; },
+    drain: async () => { await stopTidying(); await consumer.drain(); },
+    stop: async () => { await stopTidying(); await consumer.stop(); },
+  };
 }
+
+const DEFAULT_TIDY_EVERY_MS = 30_000;
 
 /**
  * Drops entries that could never be written (the NATS bus already dead-letters these; the
  * in-process bus hands entries over unchecked). Retrying them would block every later
  * entry behind one that can never succeed, so they are logged and acknowledged instead.
+ * A shape check per entry; zod only explains the rare refusal.
  */
 function withoutMalformed(batch: AuditEntry[], log: AuditLogger): AuditEntry[] {
   const writable: AuditEntry[] = [];
   for (const entry of batch) {
-    const parsed = auditEntrySchema.safeParse(entry);
-    if (parsed.success) writable.push(parsed.data);
-    else log(`audit writer: dropped malformed entry ${String((entry as { id?: unknown }).id)}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    const checked = auditEntryOf(entry);
+    if (checked) { writable.push(checked); continue; }
+    const why = auditEntrySchema.safeParse(entry);
+    log(`audit writer: dropped malformed entry ${String((entry as { id?: unknown }).id)}: ${why.success ? 'invalid' : why.error.issues[0]?.message ?? 'invalid'}`);
   }
   return writable;
 }

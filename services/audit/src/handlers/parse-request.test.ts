@@ -48,10 +48,10 @@ describe('parseFilter', () => {
   });
 
   it('keeps every set filter', () => {
-    const filter = parseFilter({ ...emptyFilter, from: '2026-10-01', to: '2026-10-02', agent: 'sup', service: 'github', tool: 'issue', result: 'DENY', member: 'm', policy: 'p' });
+    const filter = parseFilter({ ...emptyFilter, from: '2026-10-01', to: '2026-10-02', agent: 'sup', service: 'github', tool: 'issue', result: 'DENY', member: 'm', policy: 'p', agentIdsByCurrentName: ['a1'] });
     expect(filter).toEqual({
       agentIds: ['a1'], from: new Date('2026-10-01T00:00:00.000Z'), to: new Date('2026-10-02T23:59:59.999Z'),
-      agent: 'sup', service: 'github', tool: 'issue', result: 'DENY', member: 'm', policy: 'p',
+      agent: 'sup', agentIdsByCurrentName: ['a1'], service: 'github', tool: 'issue', result: 'DENY', member: 'm', policy: 'p',
     });
   });
 

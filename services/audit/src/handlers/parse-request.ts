@@ -65,7 +65,10 @@ export function parseFilter(message: AuditFilterMsg | null | undefined): AuditFi
   if (to) filter.to = to;
   if (result) filter.result = result;
   const agent = optionalText(msg.agent, 'agent');
-  if (agent !== undefined) filter.agent = agent;
+  if (agent !== undefined) {
+    filter.agent = agent;
+    filter.agentIdsByCurrentName = parseAgentIds(msg.agentIdsByCurrentName, 'filter.agent_ids_by_current_name');
+  }
   const service = optionalText(msg.service, 'service');
   if (service !== undefined) filter.service = service;
   const tool = optionalText(msg.tool, 'tool');

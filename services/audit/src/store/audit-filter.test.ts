@@ -10,14 +10,14 @@ describe('whereOf', () => {
     const hostile = "x' OR 1=1; DROP TABLE audit_entries; --";
     const where = whereOf({
       agentIds: [hostile], from: new Date('2026-10-01T00:00:00Z'), to: new Date('2026-10-02T00:00:00Z'),
-      agent: hostile, service: hostile, tool: hostile, result: 'DENY', member: hostile, policy: hostile,
+      service: hostile, tools: [hostile], result: 'DENY', member: hostile, policy: hostile,
     });
     expect(where.sql).not.toContain(hostile);
     expect(where.sql).not.toContain('2026');
     expect(where.sql).toMatch(/\{from:DateTime64\(3, 'UTC'\)\}/);
     expect(where.params).toEqual({
       agentIds: [hostile], from: '2026-10-01 00:00:00.000', to: '2026-10-02 00:00:00.000',
-      agent: hostile, service: hostile, tool: hostile, result: 'DENY', member: hostile, policy: hostile,
+      service: hostile, tools: [hostile], result: 'DENY', member: hostile, policy: hostile,
     });
   });
 });

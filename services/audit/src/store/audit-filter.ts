@@ -12,8 +12,13 @@ export interface AuditFilter {
   from?: Date;
   /** Inclusive upper bound. */
   to?: Date;
-  /** Case-insensitive substring of the agent name. */
+  /**
+   * Case-insensitive substring of the agent name: the name an entry was recorded with, or the
+   * agent's current name (`agentIdsByCurrentName`). Matches whole agents (decision 035).
+   */
   agent?: string;
+  /** Of `agentIds`, the agents whose current name contains `agent` (the caller knows current names). */
+  agentIdsByCurrentName?: readonly string[];
   /** Exact connector key. */
   service?: string;
   /** Case-insensitive substring of the tool name. */
@@ -25,6 +30,16 @@ export interface AuditFilter {
   policy?: string;
 }
 
+/**
+ * A filter whose name substrings were resolved against the store's rollups (`resolveFilter`):
+ * `agentIds` narrowed to the agents the `agent` substring matches, `tools` the tool names
+ * the `tool` substring matches, so that both filter on key and low-cardinality columns.
+ */
+export interface ResolvedFilter extends Omit<AuditFilter, 'agent' | 'tool' | 'agentIdsByCurrentName'> {
+  /** Exact tool names; absent = any tool. */
+  tools?: readonly string[];
+}
+
 /** A WHERE clause whose every value is a bound `{name:Type}` parameter. */
 export interface BoundWhere {
   sql: string;
@@ -33,10 +48,9 @@ export interface BoundWhere {
 
 /**
  * Builds the WHERE clause for `filter`. Only the SQL text of the conditions depends on
- * which filters are present; values always travel as parameters. Substring matches use
- * `positionCaseInsensitiveUTF8` rather than ILIKE, so `%` and `_` in a filter are literal.
+ * which filters are present; values always travel as parameters.
  */
-export function whereOf(filter: AuditFilter): BoundWhere {
+export function whereOf(filter: ResolvedFilter): BoundWhere {
   const conditions = ['agent_id IN {agentIds:Array(String)}'];
   const params: Record<string, unknown> = { agentIds: [...filter.agentIds] };
   if (filter.from) {
@@ -47,17 +61,13 @@ export function whereOf(filter: AuditFilter): BoundWhere {
     conditions.push("timestamp <= {to:DateTime64(3, 'UTC')}");
     params.to = toClickHouseTime(filter.to);
   }
-  if (filter.agent !== undefined) {
-    conditions.push('positionCaseInsensitiveUTF8(agent_name, {agent:String}) > 0');
-    params.agent = filter.agent;
-  }
   if (filter.service !== undefined) {
     conditions.push('service = {service:String}');
     params.service = filter.service;
   }
-  if (filter.tool !== undefined) {
-    conditions.push('positionCaseInsensitiveUTF8(tool, {tool:String}) > 0');
-    params.tool = filter.tool;
+  if (filter.tools !== undefined) {
+    conditions.push('tool IN {tools:Array(String)}');
+    params.tools = [...filter.tools];
   }
   if (filter.result !== undefined) {
     conditions.push('decision = {result:String}');

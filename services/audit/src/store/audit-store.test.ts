@@ -124,8 +124,8 @@ describe('redelivered entries', () => {
     const entries = Array.from({ length: 40 }, (_, i) =>
       makeEntry({ agentId, timestamp: new Date(Date.UTC(2026, 9, 7) + i).toISOString(), decision: i % 4 === 0 ? 'DENY' : 'ALLOW' }));
     await store.insert(entries);
-    await store.insert(entries.slice(0, 25));
-    await store.insert(entries.slice(10));
+    await store.insert(entries.slice(0, 25), { redelivered: true });
+    await store.insert(entries.slice(10), { redelivered: true });
 
     const { entries: read, total } = await store.query({ agentIds: [agentId] }, { limit: 500, offset: 0 });
     expect(total).toBe(40);
@@ -148,7 +148,7 @@ describe('write-ahead records', () => {
     const orphan = makeEntry({ agentId, timestamp: at(3), stage: 'decision', reason: 'No forbid policy matched; outcome not recorded' });
     await store.insert([...decided, orphan]);
     await store.insert(completed);
-    await store.insert(decided.slice(0, 2)); // redelivered after their completion
+    await store.insert(decided.slice(0, 2), { redelivered: true }); // redelivered after their completion
 
     const { entries, total } = await store.query({ agentIds: [agentId] }, { limit: 500, offset: 0 });
     expect(total).toBe(4);
@@ -162,17 +162,104 @@ describe('write-ahead records', () => {
   });
 });
 
+describe('open write-ahead records (decision 035)', () => {
+  const rowsIn = async (table: 'audit_entries' | 'audit_open', agentId: string) => {
+    const session = new Session(join(dir.path, 'audit'));
+    try {
+      return Number(session.query(`SELECT count() FROM portcullis.${table} WHERE agent_id = '${agentId}'`, 'TSV').trim());
+    } finally {
+      session.close();
+    }
+  };
+
+  it('keeps a decision record out of the main table: one row per entry, the open one tidied away once closed', async () => {
+    const agentId = 'agent-open-1';
+    const decided = makeEntry({ agentId, timestamp: new Date().toISOString(), stage: 'decision', reason: 'No forbid policy matched; outcome not recorded' });
+    const paired = makeEntry({ agentId, timestamp: new Date().toISOString(), stage: 'decision' });
+    await store.insert([decided, paired, { ...paired, stage: 'complete' }]);
+    expect([await rowsIn('audit_entries', agentId), await rowsIn('audit_open', agentId)]).toEqual([1, 1]);
+    expect((await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 })).total).toBe(2);
+
+    await store.insert([{ ...decided, stage: 'complete', reason: 'No forbid policy matched' }]);
+    const { entries, total } = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
+    expect(total).toBe(2);
+    expect(entries.every((e) => e.stage === undefined)).toBe(true);
+    expect(await store.tidyOpenRecords({})).toBe(true);
+    expect([await rowsIn('audit_entries', agentId), await rowsIn('audit_open', agentId)]).toEqual([2, 0]);
+  });
+
+  it('settles an orphan into the main table once old enough, and a late completion still replaces it', async () => {
+    const agentId = 'agent-open-2';
+    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+    const orphan = makeEntry({ agentId, timestamp: hourAgo, stage: 'decision', reason: 'No forbid policy matched; outcome not recorded' });
+    const young = makeEntry({ agentId, timestamp: new Date().toISOString(), stage: 'decision' });
+    await store.insert([orphan, young]);
+    expect(await store.tidyOpenRecords({ settleBefore: new Date(Date.now() - 600_000) })).toBe(true);
+    expect([await rowsIn('audit_entries', agentId), await rowsIn('audit_open', agentId)]).toEqual([1, 1]);
+    let read = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
+    expect(read.total).toBe(2);
+    expect(read.entries.find((e) => e.id === orphan.id)).toEqual(orphan);
+
+    // Settled again (a run cut short is repeated): nothing doubles.
+    await store.tidyOpenRecords({ settleBefore: new Date(Date.now() - 600_000) });
+    const completion = { ...orphan, stage: 'complete' as const, reason: 'No forbid policy matched' };
+    await store.insert([completion]);
+    read = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
+    expect(read.total).toBe(2);
+    expect(read.entries.find((e) => e.id === orphan.id)).toEqual({ ...completion, stage: undefined });
+    expect(await rowsIn('audit_entries', agentId)).toBe(1);
+  });
+});
+
+describe('filters resolved before the read', () => {
+  it('finds an agent by the name its entries were recorded with and by its current name', async () => {
+    expect(names((await store.query(wire({ agent: 'devops' }), { limit: 10, offset: 0 })).entries)).toEqual(['e4', 'e3']);
+    // Renamed since: the caller names the agents whose current name matches.
+    const renamed = parseFilter({ agentIds: visible, from: '', to: '', agent: 'renamed bot', service: '', tool: '', result: '', member: '', policy: '', agentIdsByCurrentName: [A2] });
+    expect(names((await store.query(renamed, { limit: 10, offset: 0 })).entries)).toEqual(['e4', 'e3']);
+    // A current name outside the caller's agents opens nothing.
+    const outside = parseFilter({ agentIds: [A1], from: '', to: '', agent: 'renamed bot', service: '', tool: '', result: '', member: '', policy: '', agentIdsByCurrentName: [A2] });
+    expect((await store.query(outside, { limit: 10, offset: 0 })).total).toBe(0);
+  });
+
+  it('turns a tool substring into the tool names it matches, and a substring matching none into no rows', async () => {
+    expect(await store.resolveFilter(wire({ tool: 'ISSUE' }))).toMatchObject({ tools: expect.arrayContaining(['create_issue', 'list_issues']) });
+    expect(await store.resolveFilter(wire({ tool: 'no-such-tool' }))).toBeUndefined();
+    expect((await store.query(wire({ tool: 'no-such-tool' }), { limit: 10, offset: 0 })).total).toBe(0);
+  });
+});
+
+describe('newest-first pages over a long range', () => {
+  it('pages in order whether the page lies in the newest day or months back', async () => {
+    const agentId = 'agent-walk';
+    const day = 86_400_000;
+    // 3 entries a day for the newest 2 days, then one every 10 days back over 200 days.
+    const times = [...[0, 1].flatMap((d) => [0, 1, 2].map((h) => Date.UTC(2026, 9, 30) - d * day - h * 3_600_000)),
+      ...Array.from({ length: 20 }, (_, i) => Date.UTC(2026, 9, 28) - i * 10 * day)];
+    const entries = times.map((t) => makeEntry({ agentId, timestamp: new Date(t).toISOString() }));
+    await store.insert(entries);
+    const newestFirst = [...entries].sort((a, b) => b.timestamp.localeCompare(a.timestamp)).map((e) => e.id);
+    for (const page of [{ limit: 2, offset: 0 }, { limit: 4, offset: 4 }, { limit: 5, offset: 18 }, { limit: 500, offset: 0 }]) {
+      const read = await store.query({ agentIds: [agentId] }, page);
+      expect(read.total).toBe(26);
+      expect(read.entries.map((e) => e.id)).toEqual(newestFirst.slice(page.offset, page.offset + page.limit));
+    }
+    const bounded = await store.query({ agentIds: [agentId], to: new Date(Date.UTC(2026, 6, 1)) }, { limit: 3, offset: 1 });
+    expect(bounded.entries.map((e) => e.id)).toEqual(newestFirst.filter((id) => Date.parse(entries.find((e) => e.id === id)!.timestamp) <= Date.UTC(2026, 6, 1)).slice(1, 4));
+  });
+});
+
 describe('stream (export read)', () => {
-  it('yields every match in the table order (agent, then time), applying the filter', async () => {
+  it('yields every match in the table order (day, agent, time), applying the filter', async () => {
     const ids: string[] = [];
     for await (const batch of store.stream(wire({}), { limit: 0, offset: 0 })) ids.push(...names(batch));
-    expect(ids).toEqual(['e1', 'e2', 'e5', 'e3', 'e4']);
+    expect(ids).toEqual(['e1', 'e2', 'e3', 'e4', 'e5']);
   });
 
   it('honours limit and offset', async () => {
     const ids: string[] = [];
     for await (const batch of store.stream(wire({}), { limit: 2, offset: 1 })) ids.push(...names(batch));
-    expect(ids).toEqual(['e2', 'e5']);
+    expect(ids).toEqual(['e2', 'e3']);
   });
 
   it('offset without limit skips and returns the rest', async () => {
@@ -220,11 +307,11 @@ describe('skipping indexes', () => {
   it.each([
     ['member_id_bloom', `member_id = '${M1}'`],
     ['policy_db_ids_bloom', `has(policy_db_ids, '${P1}')`],
-  ])('%s is consulted under FINAL', async (index, condition) => {
+  ])('%s is consulted', async (index, condition) => {
     // A second Session on the same directory shares the store's engine (chDB: one per process).
     const session = new Session(join(dir.path, 'audit'));
     try {
-      const plan = session.query(`EXPLAIN indexes = 1 SELECT id FROM portcullis.audit_entries FINAL WHERE agent_id IN ('${A1}') AND ${condition}`, 'TSVRaw');
+      const plan = session.query(`EXPLAIN indexes = 1 SELECT id FROM portcullis.audit_entries WHERE agent_id IN ('${A1}') AND ${condition}`, 'TSVRaw');
       expect(plan).toContain(`Name: ${index}`);
     } finally {
       session.close();
@@ -248,7 +335,7 @@ describe('policyTriggers', () => {
     const P3 = '0195f0a0-0000-7000-8000-0000000000f3';
     const entries = [0, 1, 2].map((i) => makeEntry({ agentId: 'agent-triggers', timestamp: `2026-10-0${i + 4}T00:00:00.000Z`, decision: 'DENY', policyDbIds: [P3] }));
     await store.insert(entries);
-    await store.insert(entries.slice(1));
+    await store.insert(entries.slice(1), { redelivered: true });
     expect(await store.policyTriggers('agent-triggers', [P3, P3])).toEqual([{ policyDbId: P3, count: 3, lastTriggered: '2026-10-06T00:00:00.000Z' }]);
   });
 });

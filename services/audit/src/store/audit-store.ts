@@ -1,9 +1,13 @@
 import { MCP_PROTOCOL_SERVICE, type AuditEntry, type SessionActivityResponse } from '@portcullis/core';
-import { whereOf, type AuditFilter } from './audit-filter.ts';
+import { whereOf, type AuditFilter, type ResolvedFilter } from './audit-filter.ts';
 import { connectClickHouse, type ClickHouseConnection, type ClickHouseTarget } from './clickhouse-connection.ts';
-import { AUDIT_COLUMNS, fromClickHouseTime, fromRow, toRow, type AuditRow } from './entry-row.ts';
+import { AUDIT_COLUMNS, fromClickHouseTime, fromRow, toClickHouseTime, toRow, type AuditRow } from './entry-row.ts';
 import { EXPORT_LINE_FORMAT, EXPORT_SETTINGS, exportLineOf, REDACTED_ALIAS } from './export-lines.ts';
-import { applyMigrations } from './migrate.ts';
+import { applyMigrations, withTableLock } from './migrate.ts';
+import {
+  DELETE_CLOSED_SQL, DELETE_ORPHANS_SQL, DELETE_SETTLED_SQL, EXISTING_ROWS_SQL, openRowsSql, settleOrphansSql, WRITE_AHEAD_OF_SQL,
+} from './open-records.ts';
+import { newestFirstPage } from './newest-first.ts';
 
 /** A page of a filtered listing. */
 export interface AuditPage {
@@ -47,15 +51,27 @@ export type AuditStatsFilter = Pick<AuditFilter, 'agentIds' | 'from' | 'to'>;
 export interface AuditStore {
   readonly kind: ClickHouseTarget['kind'];
   readonly database: string;
-  /** Writes a batch as one INSERT; an entry written twice is still read once. */
-  insert(entries: readonly AuditEntry[]): Promise<void>;
+  /**
+   * Writes a batch: each entry once in `audit_entries`, write-ahead records without their
+   * completion in the batch to `audit_open` (see `open-records.ts`). With `redelivered`
+   * (some of the batch may have been written before), entries already stored are left out.
+   */
+  insert(entries: readonly AuditEntry[], options?: InsertOptions): Promise<void>;
+  /**
+   * Housekeeping of `audit_open`: deletes the records whose completion was written and, with
+   * `settleBefore`, settles the open ones older than it into `audit_entries` as orphans. Skipped
+   * (returns false) while another process holds it.
+   */
+  tidyOpenRecords(options: { settleBefore?: Date }): Promise<boolean>;
+  /** The filter with its name substrings resolved to agent ids and tool names; `undefined` if nothing can match. */
+  resolveFilter(filter: AuditFilter): Promise<ResolvedFilter | undefined>;
   /** Newest first (`timestamp DESC, id DESC`), with the count of every match. */
   query(filter: AuditFilter, page: AuditPage): Promise<{ entries: AuditEntry[]; total: number }>;
   /**
    * The export body (without the CSV header): every match (or `limit` of them, `0` = all,
    * after `offset`) as CSV records or NDJSON lines, formatted by the engine and yielded as
-   * raw byte chunks as they arrive. Rows come in the table's own order,
-   * `(agent_id, timestamp, id)`, read in order rather than sorted, so memory stays flat
+   * raw byte chunks as they arrive. Rows come in the table's own order (`TABLE_ORDER`: by
+   * day, then agent, then time), read in order rather than sorted, so memory stays flat
    * however many rows match. See `export-lines.ts` for the exact text.
    */
   exportLines(filter: AuditFilter, page: AuditPage, options: ExportOptions): AsyncIterable<Uint8Array>;
@@ -96,24 +112,41 @@ export interface ExportOptions {
   redactPolicyAgentIds: readonly string[];
 }
 
+export interface InsertOptions {
+  /** Some entries of the batch were delivered before, so may be stored already. */
+  redelivered?: boolean;
+}
+
 export interface AuditStoreOptions {
   target: ClickHouseTarget;
   database: string;
   /** `AUDIT_RETENTION_DAYS`: a number of days, or `null` for indefinite; omitted leaves the table as it is. */
   retentionDays?: number | null;
+  /**
+   * A completion older than this is checked against stored rows before it is written: its
+   * decision record may have been settled as an orphan meanwhile. Default 10 minutes; the
+   * writer settles orphans only past the same age.
+   */
+  lateAfterMs?: number;
 }
+
+/** See `AuditStoreOptions.lateAfterMs`. */
+export const DEFAULT_LATE_AFTER_MS = 10 * 60_000;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const TABLE = '{database:Identifier}.audit_entries';
 const SELECT_COLUMNS = AUDIT_COLUMNS.join(', ');
+/** The main table's sort key (migration 003): exports read in this order, without a sort. */
+const TABLE_ORDER = 'toDate(timestamp), agent_id, timestamp, id';
 /**
- * Reads use FINAL rather than `LIMIT 1 BY id`: every copy of a redelivered entry has the
- * same sort key, so FINAL collapses exactly those copies while merging parts in key order.
- * That keeps an export a streaming merge (LIMIT 1 BY id would keep a set of every id seen,
- * growing with the export) and lets `count()` and OFFSET see each id once without a
- * subquery. `use_skip_indexes_if_final` (on by default) keeps the bloom filters in play.
+ * Every entry matching `where`: the main table, which holds each entry once (no FINAL), and
+ * the open write-ahead records (decision 035). For aggregates over all entries.
  */
-const FROM_FINAL = `FROM ${TABLE} FINAL`;
+const entriesWhere = (where: string) =>
+  `(SELECT ${SELECT_COLUMNS} FROM ${TABLE} WHERE ${where} UNION ALL ${openRowsSql(SELECT_COLUMNS, where)})`;
+/** Held by housekeeping of `audit_open` and by the insert of late completions. */
+const OPEN_LOCK = 'audit_open_lock';
+const LATE_LOCK_WAIT_MS = 30_000;
 /** Call counters count tool calls only: refused protocol requests (decision 001) are audited, not calls. */
 const TOOL_CALLS_ONLY = { sql: 'service != {protocolService:String}', params: { protocolService: MCP_PROTOCOL_SERVICE } };
 
@@ -121,7 +154,7 @@ const TOOL_CALLS_ONLY = { sql: 'service != {protocolService:String}', params: { 
 export async function openAuditStore(options: AuditStoreOptions): Promise<AuditStore> {
   if (!IDENTIFIER.test(options.database)) throw new Error(`invalid ClickHouse database name: ${JSON.stringify(options.database)}`);
   const connection = await connectClickHouse(options.target);
-  const store = createAuditStore(connection, options.database);
+  const store = createAuditStore(connection, options.database, options.lateAfterMs ?? DEFAULT_LATE_AFTER_MS);
   try {
     await store.migrate();
     if (options.retentionDays !== undefined) await store.setRetention(options.retentionDays);
@@ -132,7 +165,7 @@ export async function openAuditStore(options: AuditStoreOptions): Promise<AuditS
   return store;
 }
 
-function createAuditStore(connection: ClickHouseConnection, database: string): AuditStore {
+function createAuditStore(connection: ClickHouseConnection, database: string, lateAfterMs: number): AuditStore {
   const { client } = connection;
   const base = { database };
 
@@ -140,41 +173,148 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     const result = await client.query({ query, query_params: { ...base, ...params }, format: 'JSONEachRow' });
     return result.json<T>();
   };
+  const command = (query: string, params: Record<string, unknown>) => client.command({ query, query_params: { ...base, ...params } });
+
+  async function resolveFilter(filter: AuditFilter): Promise<ResolvedFilter | undefined> {
+    const { agent, tool, agentIdsByCurrentName, ...rest } = filter;
+    if (rest.agentIds.length === 0) return undefined;
+    // Agents and tools are few: a substring becomes an IN list on the sort key / a low-cardinality column.
+    const [named, tools] = await Promise.all([
+      agent === undefined ? undefined : selectRows<{ agent_id: string }>(
+        `SELECT DISTINCT agent_id FROM {database:Identifier}.audit_agent_names
+         WHERE agent_id IN {agentIds:Array(String)} AND positionCaseInsensitiveUTF8(agent_name, {agent:String}) > 0`,
+        { agentIds: [...rest.agentIds], agent }),
+      tool === undefined ? undefined : selectRows<{ tool: string }>(
+        `SELECT DISTINCT tool FROM {database:Identifier}.audit_tool_names WHERE positionCaseInsensitiveUTF8(tool, {tool:String}) > 0`,
+        { tool }),
+    ]);
+    let agentIds = rest.agentIds;
+    if (named) {
+      const matching = new Set([...named.map((row) => row.agent_id), ...(agentIdsByCurrentName ?? [])]);
+      agentIds = agentIds.filter((id) => matching.has(id));
+    }
+    if (agentIds.length === 0 || tools?.length === 0) return undefined;
+    return { ...rest, agentIds, ...(tools ? { tools: tools.map((row) => row.tool) } : {}) };
+  }
 
   async function* exportLines(filter: AuditFilter, page: AuditPage, options: ExportOptions): AsyncIterable<Uint8Array> {
-    if (filter.agentIds.length === 0) return;
-    const where = whereOf(filter);
+    const resolved = await resolveFilter(filter);
+    if (!resolved) return;
+    const where = whereOf(resolved);
     const limit = page.limit > 0 ? 'LIMIT {limit:UInt64} ' : '';
+    const params = { ...base, ...where.params, limit: page.limit, offset: page.offset, redactAgentIds: [...options.redactPolicyAgentIds] };
+    // The main table in its own order (read in order, no sort), then the calls still open, in
+    // the same order among themselves: the one place an export is not globally in key order
+    // (decision 035). A page (limit/offset) counts across both.
+    const line = `${exportLineOf(options.format)} AS line`;
     yield* connection.streamRaw(
       `WITH ${REDACTED_ALIAS}
-       SELECT ${exportLineOf(options.format)} AS line ${FROM_FINAL} WHERE ${where.sql}
-       ORDER BY agent_id, timestamp, id ${limit}OFFSET {offset:UInt64} ${EXPORT_SETTINGS}`,
-      { ...base, ...where.params, limit: page.limit, offset: page.offset, redactAgentIds: [...options.redactPolicyAgentIds] },
-      EXPORT_LINE_FORMAT,
+       SELECT ${line} FROM ${TABLE} WHERE ${where.sql}
+       ORDER BY ${TABLE_ORDER} ${limit}OFFSET {offset:UInt64} ${EXPORT_SETTINGS}`,
+      params, EXPORT_LINE_FORMAT,
     );
+    const [counted] = await selectRows<{ n: number | string }>(`SELECT count() AS n FROM ${TABLE} WHERE ${where.sql}`, where.params);
+    const mainRows = Number(counted?.n ?? 0);
+    const openOffset = Math.max(0, page.offset - mainRows);
+    const openLimit = page.limit > 0 ? page.limit - Math.max(0, Math.min(page.limit, mainRows - page.offset)) : 0;
+    if (page.limit > 0 && openLimit <= 0) return;
+    yield* connection.streamRaw(
+      `WITH ${REDACTED_ALIAS}
+       SELECT ${line} FROM (${openRowsSql(SELECT_COLUMNS, where.sql)} ORDER BY ${TABLE_ORDER} LIMIT 1 BY id)
+       ORDER BY ${TABLE_ORDER} ${openLimit > 0 ? 'LIMIT {openLimit:UInt64} ' : ''}OFFSET {openOffset:UInt64} ${EXPORT_SETTINGS}`,
+      { ...params, openLimit, openOffset }, EXPORT_LINE_FORMAT,
+    );
+  }
+
+  /** The bound parameters that find `entries` by key: their agents, time span and ids. */
+  const keysOf = (entries: readonly AuditEntry[]) => {
+    const times = entries.map((e) => Date.parse(e.timestamp));
+    return {
+      agentIds: [...new Set(entries.map((e) => e.agentId))], ids: entries.map((e) => e.id),
+      from: toClickHouseTime(new Date(Math.min(...times))), to: toClickHouseTime(new Date(Math.max(...times))),
+    };
+  };
+
+  /** Ids of `entries` already in the main table, with their stage (0 = a settled orphan). */
+  async function storedStages(entries: readonly AuditEntry[]): Promise<Map<string, number>> {
+    if (entries.length === 0) return new Map();
+    const rows = await selectRows<{ id: string; stage_rank: number | string }>(EXISTING_ROWS_SQL, keysOf(entries));
+    return new Map(rows.map((row) => [row.id, Number(row.stage_rank)]));
   }
 
   return {
     kind: connection.kind,
     database,
 
-    async insert(entries) {
+    async insert(entries, options = {}) {
       if (entries.length === 0) return;
-      await client.insert({ table: `${database}.audit_entries`, values: entries.map(toRow), format: 'JSONEachRow' });
+      const completed = new Set<string>();
+      for (const entry of entries) if (entry.stage !== 'decision') completed.add(entry.id);
+      let finals = entries.filter((e) => e.stage !== 'decision');
+      // A decision record whose completion is in the batch is not needed at all.
+      let open = entries.filter((e) => e.stage === 'decision' && !completed.has(e.id));
+      const lateBefore = Date.now() - lateAfterMs;
+      const late = finals.filter((e) => Date.parse(e.timestamp) < lateBefore);
+
+      const write = async (checkLate: boolean) => {
+        if (options.redelivered || checkLate) {
+          const stored = await storedStages(options.redelivered ? entries : late);
+          // A completion whose decision record was settled as an orphan replaces the orphan.
+          const orphans = finals.filter((e) => stored.get(e.id) === 0);
+          if (orphans.length > 0) await command(DELETE_ORPHANS_SQL, keysOf(orphans));
+          finals = finals.filter((e) => stored.get(e.id) !== 1);
+          open = open.filter((e) => !stored.has(e.id));
+        }
+        await Promise.all([
+          finals.length > 0 && client.insert({ table: `${database}.audit_entries`, values: finals.map(toRow), format: 'JSONEachRow' }),
+          open.length > 0 && client.insert({ table: `${database}.audit_open`, values: open.map(toRow), format: 'JSONEachRow' }),
+        ]);
+      };
+      // A late completion may meet its decision record being settled as an orphan. Only one
+      // whose record is still open or settled can (a replayed backlog mostly has neither), and
+      // then the completion and the settling must not interleave: both hold the housekeeping lock.
+      const collides = late.length > 0 && (await selectRows<{ id: string }>(WRITE_AHEAD_OF_SQL, keysOf(late))).length > 0;
+      if (collides) await withTableLock(client, database, OPEN_LOCK, LATE_LOCK_WAIT_MS, () => write(true));
+      else await write(false);
     },
 
+    async tidyOpenRecords({ settleBefore }) {
+      const done = await withTableLock(client, database, OPEN_LOCK, 0, async () => {
+        const [row] = await selectRows<{ n: number | string }>('SELECT count() AS n FROM {database:Identifier}.audit_open', {});
+        if (Number(row?.n ?? 0) === 0) return true;
+        // Settling first: its NOT IN skips what is closed, and a run cut short is repeated safely
+        // (what it settled is closed by then).
+        if (settleBefore) {
+          const cutoff = toClickHouseTime(settleBefore);
+          await command(settleOrphansSql(SELECT_COLUMNS), { cutoff });
+          await command(DELETE_SETTLED_SQL, { cutoff });
+        }
+        await command(DELETE_CLOSED_SQL, {});
+        return true;
+      });
+      return done === true;
+    },
+
+    resolveFilter,
+
     async query(filter, page) {
-      if (filter.agentIds.length === 0) return { entries: [], total: 0 };
-      const where = whereOf(filter);
-      const [rows, counted] = await Promise.all([
-        selectRows<AuditRow>(
-          `SELECT ${SELECT_COLUMNS} ${FROM_FINAL} WHERE ${where.sql}
-           ORDER BY timestamp DESC, id DESC LIMIT {limit:UInt32} OFFSET {offset:UInt64}`,
-          { ...where.params, limit: page.limit, offset: page.offset },
-        ),
-        selectRows<{ total: number | string }>(`SELECT count() AS total ${FROM_FINAL} WHERE ${where.sql}`, where.params),
+      const resolved = await resolveFilter(filter);
+      if (!resolved) return { entries: [], total: 0 };
+      const where = whereOf(resolved);
+      const newest = resolved.to ?? new Date();
+      const pageOf = (window: AuditPage) => newestFirstPage({ select: selectRows, table: TABLE, columns: SELECT_COLUMNS, where, page: window, newest });
+      const [main, open] = await Promise.all([
+        pageOf(page),
+        selectRows<AuditRow>(`${openRowsSql(SELECT_COLUMNS, where.sql)} ORDER BY timestamp DESC, id DESC LIMIT 1 BY id`, where.params),
       ]);
-      return { entries: rows.map(fromRow), total: Number(counted[0]?.total ?? 0) };
+      const total = main.total + open.length;
+      if (open.length === 0) return { entries: main.rows.map(fromRow), total };
+      // Calls still open interleave with the page (rarely): read the page's worth from the top and merge.
+      const top = page.offset === 0 ? main.rows : (await pageOf({ offset: 0, limit: page.offset + page.limit })).rows;
+      const merged = [...top, ...open]
+        .sort((a, b) => (a.timestamp === b.timestamp ? (a.id < b.id ? 1 : -1) : a.timestamp < b.timestamp ? 1 : -1))
+        .slice(page.offset, page.offset + page.limit);
+      return { entries: merged.map(fromRow), total };
     },
 
     exportLines,
@@ -191,12 +331,10 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
 
     async members(agentIds) {
       if (agentIds.length === 0) return [];
-      // No FINAL: copies of an entry carry the same member, so grouping already collapses them.
       // The alias differs from the column: an alias named `member_name` would shadow the
       // column inside argMax on servers that resolve aliases first.
       const rows = await selectRows<{ member_id: string; latest_name: string }>(
-        `SELECT member_id, argMax(member_name, timestamp) AS latest_name FROM ${TABLE}
-         WHERE agent_id IN {agentIds:Array(String)}
+        `SELECT member_id, argMax(member_name, timestamp) AS latest_name FROM ${entriesWhere('agent_id IN {agentIds:Array(String)}')}
          GROUP BY member_id ORDER BY latest_name, member_id`,
         { agentIds: [...agentIds] },
       );
@@ -208,7 +346,7 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
       const where = whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to });
       const [row] = await selectRows<{ calls: number | string; allowed: number | string; denied: number | string }>(
         `SELECT count() AS calls, countIf(decision = 'ALLOW') AS allowed, countIf(decision = 'DENY') AS denied
-         ${FROM_FINAL} WHERE ${where.sql} AND ${TOOL_CALLS_ONLY.sql}`,
+         FROM ${entriesWhere(`${where.sql} AND ${TOOL_CALLS_ONLY.sql}`)}`,
         { ...where.params, ...TOOL_CALLS_ONLY.params },
       );
       return { calls: Number(row?.calls ?? 0), allowed: Number(row?.allowed ?? 0), denied: Number(row?.denied ?? 0) };
@@ -216,13 +354,12 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
 
     async policyTriggers(agentId, policyDbIds) {
       if (policyDbIds.length === 0) return [];
-      // FINAL first, so a redelivered entry counts once; `hasAny` lets the policy_db_ids
-      // bloom filter skip granules before ARRAY JOIN unfolds the matches.
+      // `hasAny` lets the policy_db_ids bloom filter skip granules before ARRAY JOIN unfolds the matches.
       const rows = await selectRows<{ policy_db_id: string; n: number | string; last: string }>(
         `SELECT policy_db_id, count() AS n, toString(max(timestamp)) AS last
-         ${FROM_FINAL} ARRAY JOIN policy_db_ids AS policy_db_id
-         WHERE agent_id = {agentId:String} AND hasAny(policy_db_ids, {policyDbIds:Array(String)})
-           AND policy_db_id IN {policyDbIds:Array(String)}
+         FROM ${entriesWhere('agent_id = {agentId:String} AND hasAny(policy_db_ids, {policyDbIds:Array(String)})')}
+         ARRAY JOIN policy_db_ids AS policy_db_id
+         WHERE policy_db_id IN {policyDbIds:Array(String)}
          GROUP BY policy_db_id ORDER BY policy_db_id`,
         { agentId, policyDbIds: [...policyDbIds] },
       );
@@ -232,12 +369,11 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     async memberStats(filter) {
       if (filter.agentIds.length === 0) return [];
       const where = whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to });
-      // FINAL: a redelivered entry must count once. `latest_name`, not `member_name`: an alias
-      // named like the column would shadow it inside argMax (see `members`).
+      // `latest_name`, not `member_name`: an alias named like the column would shadow it inside argMax (see `members`).
       const rows = await selectRows<{ member_id: string; latest_name: string; calls: number | string; allowed: number | string; denied: number | string; last: string }>(
         `SELECT member_id, argMax(member_name, timestamp) AS latest_name, count() AS calls,
                 countIf(decision = 'ALLOW') AS allowed, countIf(decision = 'DENY') AS denied, toString(max(timestamp)) AS last
-         ${FROM_FINAL} WHERE ${where.sql} AND ${TOOL_CALLS_ONLY.sql}
+         FROM ${entriesWhere(`${where.sql} AND ${TOOL_CALLS_ONLY.sql}`)}
          GROUP BY member_id ORDER BY calls DESC, member_id`,
         { ...where.params, ...TOOL_CALLS_ONLY.params },
       );
@@ -250,7 +386,7 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     async sessionActivity(agentId, sessionId) {
       // Tool calls only, as every call counter counts them (protocol requests are audited apart, decision 025).
       const params = { agent: agentId, session: sessionId, ...TOOL_CALLS_ONLY.params };
-      const scope = `${FROM_FINAL} WHERE agent_id = {agent:String} AND session_id = {session:String} AND ${TOOL_CALLS_ONLY.sql}`;
+      const scope = `FROM ${entriesWhere(`agent_id = {agent:String} AND session_id = {session:String} AND ${TOOL_CALLS_ONLY.sql}`)}`;
       type Counts = { calls: number | string; allowed: number | string; denied: number | string };
       const counts = (row: Counts) => ({ calls: Number(row.calls), allowed: Number(row.allowed), denied: Number(row.denied) });
       const tally = "count() AS calls, countIf(decision = 'ALLOW') AS allowed, countIf(decision = 'DENY') AS denied";
@@ -261,7 +397,7 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
         selectRows<{ policy_db_id: string; policy_key: string; policy_name: string; hits: number | string }>(
           `SELECT policy_db_id, argMax(matched_policy_ids[indexOf(policy_db_ids, policy_db_id)], timestamp) AS policy_key,
                   argMax(matched_policy_names[indexOf(policy_db_ids, policy_db_id)], timestamp) AS policy_name, count() AS hits
-           ${scope.replace(' WHERE ', ' ARRAY JOIN policy_db_ids AS policy_db_id WHERE ')}
+           ${scope} ARRAY JOIN policy_db_ids AS policy_db_id
            GROUP BY policy_db_id ORDER BY hits DESC, policy_db_id`, params),
       ]);
       const none = !total || Number(total.calls) === 0;
@@ -277,13 +413,15 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     migrate: () => applyMigrations(client, database),
 
     async setRetention(days) {
-      if (days !== null) {
-        await client.command({ query: `ALTER TABLE ${TABLE} MODIFY TTL toDateTime(timestamp) + toIntervalDay({days:UInt32})`, query_params: { ...base, days } });
-        return;
+      for (const table of ['audit_entries', 'audit_open']) {
+        if (days !== null) {
+          await command('ALTER TABLE {database:Identifier}.{table:Identifier} MODIFY TTL toDateTime(timestamp) + toIntervalDay({days:UInt32})', { table, days });
+          continue;
+        }
+        const [found] = await selectRows<{ ttl: number | string }>(
+          'SELECT position(engine_full, \' TTL \') > 0 AS ttl FROM system.tables WHERE database = {database:String} AND name = {table:String}', { table });
+        if (Number(found?.ttl)) await command('ALTER TABLE {database:Identifier}.{table:Identifier} REMOVE TTL', { table });
       }
-      const [table] = await selectRows<{ ttl: number | string }>(
-        `SELECT position(engine_full, ' TTL ') > 0 AS ttl FROM system.tables WHERE database = {database:String} AND name = 'audit_entries'`, {});
-      if (Number(table?.ttl)) await client.command({ query: `ALTER TABLE ${TABLE} REMOVE TTL`, query_params: base });
     },
 
     close: () => connection.close(),

@@ -9,7 +9,7 @@ import { openAuditStore, type AuditStore, type ExportOptions } from './audit-sto
 
 /**
  * The engine formats exports (`export-lines.ts`); these tests hold its bytes to the JS
- * reference formatter (`handlers/export-format.ts`), and check order, FINAL and paging.
+ * reference formatter (`handlers/export-format.ts`), and check order and paging.
  */
 const dir = makeTempDir('export-lines');
 let store: AuditStore;
@@ -97,7 +97,7 @@ describe('NDJSON lines', () => {
     const { stage: _stage, ...completed } = { ...decided, durationMs: 99 };
     await store.insert([decided]);
     await store.insert([completed]);
-    await store.insert([decided]); // a redelivered decision row does not replace the completion
+    await store.insert([decided], { redelivered: true }); // a redelivered decision row does not replace the completion
     expect(await exportText({ agentIds: [agentId] }, { format: 'ndjson' })).toBe(ndjsonLine(completed));
   });
 
@@ -123,19 +123,21 @@ describe('NDJSON lines', () => {
   });
 });
 
-describe('order, FINAL and paging', () => {
+describe('order and paging', () => {
   // Three agents over three monthly partitions, written in several unmerged parts, some twice.
   const agents = ['agent-order-b', 'agent-order-a', 'agent-order-c'];
   const spread = agents.flatMap((agentId, a) => Array.from({ length: 30 }, (_, i) =>
     makeEntry({ agentId, agentName: agentId, timestamp: new Date(Date.UTC(2026, 7 + (i % 3), 1 + a, 0, 0, i)).toISOString(), reason: `${agentId}-${i}` })));
-  const keyOrder = [...spread].sort((x, y) => (x.agentId === y.agentId ? x.timestamp.localeCompare(y.timestamp) : x.agentId.localeCompare(y.agentId)));
+  // The table's sort key: day, then agent, then time (migration 003).
+  const keyOf = (e: AuditEntry) => [e.timestamp.slice(0, 10), e.agentId, e.timestamp].join(' ');
+  const keyOrder = [...spread].sort((x, y) => keyOf(x).localeCompare(keyOf(y)));
 
   beforeAll(async () => {
     const session = new Session(join(dir.path, 'audit'));
     try {
       session.query('SYSTEM STOP MERGES portcullis.audit_entries');
       for (let i = 0; i < spread.length; i += 7) await store.insert(spread.slice(i, i + 7));
-      await store.insert(spread.filter((_, i) => i % 4 === 0)); // redelivered copies
+      await store.insert(spread.filter((_, i) => i % 4 === 0), { redelivered: true }); // redelivered copies
     } finally {
       session.close();
     }
@@ -152,7 +154,7 @@ describe('order, FINAL and paging', () => {
 
   const reasons = (text: string) => text.trimEnd().split('\n').map((line) => (JSON.parse(line) as AuditEntry).reason);
 
-  it('come in the sort key order (agent, time) across partitions and unmerged parts, each id once', async () => {
+  it('come in the sort key order (day, agent, time) across partitions and unmerged parts, each id once', async () => {
     expect(reasons(await exportText({ agentIds: agents }, { format: 'ndjson' }))).toEqual(keyOrder.map((e) => e.reason));
   });
 

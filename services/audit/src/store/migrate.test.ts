@@ -29,14 +29,16 @@ describe('applyMigrations on chDB', () => {
   it('applies each migration once, however often it runs', async () => {
     const connection = await connectClickHouse(target);
     try {
-      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([1, 2]);
+      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([1, 2, 3]);
       expect(await applyMigrations(connection.client, 'audit_test')).toEqual([]);
       const recorded = await connection.client.query({
         query: 'SELECT version, name FROM {db:Identifier}.schema_migrations ORDER BY version',
         query_params: { db: 'audit_test' },
         format: 'JSONEachRow',
       });
-      expect(await recorded.json()).toEqual([{ version: 1, name: 'audit_entries' }, { version: 2, name: 'write_ahead_stage' }]);
+      expect(await recorded.json()).toEqual([
+        { version: 1, name: 'audit_entries' }, { version: 2, name: 'write_ahead_stage' }, { version: 3, name: 'one_row_per_entry' },
+      ]);
     } finally {
       await connection.close();
     }
@@ -59,17 +61,23 @@ describe('applyMigrations on chDB', () => {
     const connection = await connectClickHouse(target);
     try {
       const table = await connection.client.query({
-        query: `SELECT engine, partition_key, sorting_key, engine_full LIKE 'ReplacingMergeTree(stage_rank)%' AS versioned FROM system.tables WHERE database = {db:String} AND name = 'audit_entries'`,
+        query: `SELECT name, engine, partition_key, sorting_key FROM system.tables WHERE database = {db:String} AND name IN ('audit_entries', 'audit_open') ORDER BY name`,
         query_params: { db: 'audit_test' },
         format: 'JSONEachRow',
       });
-      expect(await table.json()).toEqual([{ engine: 'ReplacingMergeTree', partition_key: 'toYYYYMM(timestamp)', sorting_key: 'agent_id, timestamp, id', versioned: 1 }]);
+      // One row per entry (decision 035): a plain MergeTree, read without FINAL.
+      expect(await table.json()).toEqual([
+        { name: 'audit_entries', engine: 'MergeTree', partition_key: 'toYYYYMM(timestamp)', sorting_key: 'toDate(timestamp), agent_id, timestamp, id' },
+        { name: 'audit_open', engine: 'MergeTree', partition_key: 'toYYYYMMDD(timestamp)', sorting_key: 'agent_id, timestamp, id' },
+      ]);
       const indexes = await connection.client.query({
         query: `SELECT name, type FROM system.data_skipping_indices WHERE database = {db:String} AND table = 'audit_entries' ORDER BY name`,
         query_params: { db: 'audit_test' },
         format: 'JSONEachRow',
       });
-      expect(await indexes.json()).toEqual([{ name: 'member_id_bloom', type: 'bloom_filter' }, { name: 'policy_db_ids_bloom', type: 'bloom_filter' }]);
+      expect(await indexes.json()).toEqual([
+        { name: 'member_id_bloom', type: 'bloom_filter' }, { name: 'policy_db_ids_bloom', type: 'bloom_filter' },
+      ]);
       const columns = await connection.client.query({
         query: `SELECT name, type FROM system.columns WHERE database = {db:String} AND table = 'audit_entries' AND name IN ('timestamp', 'service', 'decision')`,
         query_params: { db: 'audit_test' },
@@ -109,6 +117,38 @@ describe('002: the write-ahead stage', () => {
       const { entries, total } = await store.query({ agentIds: [old.agentId] }, { limit: 10, offset: 0 });
       expect(total).toBe(1);
       expect(entries).toEqual([old]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('003: one row per entry', () => {
+  const target = { kind: 'chdb', path: join(dir.path, 'audit') } as const;
+  const [first, second, third] = readMigrations();
+
+  it('keeps each entry once, and an orphaned write-ahead record open and visible', async () => {
+    const agentId = 'agent-003';
+    const completed = makeEntry({ agentId, timestamp: '2026-10-01T10:00:00.000Z', reason: 'No forbid policy matched' });
+    const orphan = makeEntry({ agentId, timestamp: '2026-10-01T10:00:01.000Z', stage: 'decision', reason: 'No forbid policy matched; outcome not recorded' });
+    const connection = await connectClickHouse(target);
+    try {
+      expect(await applyMigrations(connection.client, 'audit_003', [first!, second!])).toEqual([1, 2]);
+      const rows = [toRow({ ...completed, stage: 'decision' }), toRow(completed), toRow(completed), toRow(orphan)];
+      await connection.client.insert({ table: 'audit_003.audit_entries', values: rows, format: 'JSONEachRow' });
+      expect(await applyMigrations(connection.client, 'audit_003', [first!, second!, third!])).toEqual([3]);
+      const counted = await connection.client.query({
+        query: "SELECT (SELECT count() FROM audit_003.audit_entries) AS main, (SELECT count() FROM audit_003.audit_open) AS open", format: 'JSONEachRow',
+      });
+      expect(await counted.json()).toEqual([{ main: 1, open: 1 }]);
+    } finally {
+      await connection.close();
+    }
+    const store = await openAuditStore({ target, database: 'audit_003' });
+    try {
+      const { entries, total } = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
+      expect(total).toBe(2);
+      expect(entries).toEqual([orphan, completed]);
     } finally {
       await store.close();
     }

@@ -6,10 +6,13 @@
  *
  * Row `n` (0-based, counted from `first`) is a deterministic function of `n`:
  * - agent `agent-<k>` for k in 0..agents-1 (cityHash-spread), named `Agent <k>`;
- * - member `0195f0a0-0000-7000-8000-<12-digit m>` for m in 0..members-1, named `member<m>@example.com`;
+ * - member `0195f0a0-0000-7000-8000-<12-digit m>` for m in 0..members-1, named `member<m>@example.com`,
+ *   each a member of one agent (m ≡ k mod agents), as memberships are in the product: a
+ *   member id is one person's membership of one agent;
  * - one of 16 services and 18 tools per service (`<service>_tool_<t>`);
- * - DENY for one row in 8, with two matched policies (`night-forbid`, `repo-guard`; database
- *   ids `policy-db-1`, `policy-db-2`); ALLOW rows match none;
+ * - DENY for one row in 8, with two matched policies (`night-forbid`, `repo-guard`) of the
+ *   row's agent (database ids `policy-db-<k>-1`, `policy-db-<k>-2`: policies belong to one
+ *   agent); ALLOW rows match none;
  * - timestamps `stepMs` apart from `startMs`, so rows arrive in time order;
  * - a resource with double quotes and a reason with a comma on DENY rows (CSV must quote them),
  *   and tool arguments of ~150 bytes of JSON.
@@ -32,7 +35,12 @@ export const SEED_SERVICES = [
   'confluence', 'asana', 'hubspot', 'salesforce', 'zendesk', 'stripe', 'sentry', 'datadog',
 ] as const;
 
-/** The member id of member number `m`, as the seed writes it. */
+/** The database id of the agent `k`'s policy `p` (1 or 2), as the seed writes it. */
+export function seedPolicyDbId(k: number, p: 1 | 2): string {
+  return `policy-db-${k}-${p}`;
+}
+
+/** The member id of member number `m` (a member of agent `m % agents`), as the seed writes it. */
 export function seedMemberId(m: number): string {
   return `0195f0a0-0000-7000-8000-${String(m).padStart(12, '0')}`;
 }
@@ -74,12 +82,13 @@ export function seedStatement(options: SeedOptions): { sql: string; params: Reco
       if(deny, ['night-forbid', 'repo-guard'], []) AS matched_policy_ids,
       if(deny, ['Night forbid', 'Repo guard'], []) AS matched_policy_names,
       if(deny, ['policy-version-1', 'policy-version-2'], []) AS policy_version_ids,
-      if(deny, ['policy-db-1', 'policy-db-2'], []) AS policy_db_ids,
+      if(deny, [concat('policy-db-', toString(k), '-1'), concat('policy-db-', toString(k), '-2')], []) AS policy_db_ids,
       (h % 100000) / 100 AS duration_ms,
       concat('Portcullis::Member::"', member_id, '"') AS principal
     FROM (
       SELECT number + {first:UInt64} AS n, cityHash64(n) AS h, (h % {agents:UInt32}) AS k,
-             (cityHash64(n, 1) % {members:UInt32}) AS m, (intDiv(h, 7) % 8 = 0) AS deny
+             (k + {agents:UInt32} * (cityHash64(n, 1) % greatest(1, intDiv({members:UInt32}, {agents:UInt32})))) % {members:UInt32} AS m,
+             (intDiv(h, 7) % 8 = 0) AS deny
       FROM numbers({count:UInt64})
     )
     SETTINGS max_insert_threads = 1`;

@@ -1,7 +1,7 @@
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, StorageType, type JsMsg } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { auditEntrySchema, type AuditEntry } from '../audit-entry.ts';
+import { auditEntryOf, type AuditEntry } from '../audit-entry.ts';
 import { auditMessageId, changeSubject, type AuditConsumer, type KeyValueBucket, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
 
 export interface NatsBusOptions {
@@ -17,6 +17,10 @@ const encoder = new TextEncoder();
 
 /** How long a starting service waits for JetStream (a cluster still electing its leaders answers nothing yet). */
 const JETSTREAM_STARTUP_MS = 30_000;
+/** A batch handed to a writer that dies is redelivered to another after this long. */
+const ACK_WAIT_MS = 10_000;
+/** Longest `drain()` waits for the stream's undelivered audit messages to reach the writer. */
+const DRAIN_WAIT_MS = 5_000;
 
 /**
  * Runs a JetStream management call, again while the server does not answer yet (a request
@@ -91,8 +95,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
             durable_name: durable,
             ack_policy: AckPolicy.Explicit,
             deliver_policy: DeliverPolicy.All,
-            // A batch handed to a writer that dies is redelivered to another after this long.
-            ack_wait: nanos(10_000),
+            ack_wait: nanos(ACK_WAIT_MS),
             max_ack_pending: 20_000,
           }).catch(() => undefined); // created concurrently by another writer
         }
@@ -110,12 +113,17 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
           m.term();
         }
         if (entries.length === 0) return;
+        // A long insert keeps its messages: without this they would be redelivered (and
+        // written twice) once `ack_wait` passed.
+        const working = setInterval(() => { for (const m of good) m.working(); }, ACK_WAIT_MS / 2);
         try {
-          await opts.handle(entries);
+          await opts.handle(entries, { redelivered: good.some((m) => m.info.redelivered) });
           for (const m of good) m.ack();
         } catch {
           // Redelivered with exponential backoff (1 s, 2 s, 4 s … at most 30 s) while the store is down.
           for (const m of good) m.nak(Math.min(1_000 * 2 ** Math.max(0, m.info.deliveryCount - 1), 30_000));
+        } finally {
+          clearInterval(working);
         }
       };
 
@@ -164,8 +172,19 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         await loop;
         await flush();
       };
-      // Entries not yet pulled stay in the stream (file storage) for the next writer.
-      return { drain: stop, stop };
+      // Drain: first let the pull deliver what the stream holds (bounded), so an entry the bus
+      // accepted just before is written, not left for the next writer.
+      const drain = async () => {
+        const until = Date.now() + DRAIN_WAIT_MS;
+        while (Date.now() < until) {
+          const info = await jsm.consumers.info(streamName, durable).catch(() => undefined);
+          if (!info || info.num_pending === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        await stop();
+      };
+      // On stop, entries not yet pulled stay in the stream (file storage) for the next writer.
+      return { drain, stop };
     },
     onAuditEntry(handler) {
       // A core subscription: JetStream-published messages reach core subscribers too, so this
@@ -225,10 +244,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   };
 }
 
+/** The entry in a message (a shape check, not zod: these are the product's own messages). */
 function safeParse(raw: string): AuditEntry | undefined {
   try {
-    const result = auditEntrySchema.safeParse(JSON.parse(raw));
-    return result.success ? result.data : undefined;
+    return auditEntryOf(JSON.parse(raw));
   } catch {
     return undefined;
   }

@@ -47,6 +47,8 @@ export interface AuditFilterMsg {
   result: string;
   member: string;
   policy: string;
+  /** Of `agentIds`, those whose current name contains `agent` (absent or empty: none). */
+  agentIdsByCurrentName?: string[];
 }
 
 export interface AuditEntryMsg {

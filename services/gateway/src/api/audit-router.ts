@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { parseAuditBound, type AuditEntryMsg, type AuditFilterMsg, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import { exportBody } from '../clients/export-body.ts';
-import { auditScopeOf } from '../modules/audit/audit-scope.ts';
+import { auditScopeOf, type AuditScope } from '../modules/audit/audit-scope.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
 
@@ -61,11 +61,17 @@ export const auditExportQuerySchema = withOrderedRange(z.strictObject({
   format: z.enum(['csv', 'ndjson']).default('csv'),
 }));
 
-/** The wire filter for `agentIds` and the REST filter fields (absent = empty = not set). */
-export function auditFilterOf(agentIds: string[], q: AuditFilterQuery): AuditFilterMsg {
+/**
+ * The wire filter for the scope's agents and the REST filter fields (absent = empty = not
+ * set). An `agent` substring also names the agents whose current name contains it: the audit
+ * store knows only the names entries were recorded with (decision 035).
+ */
+export function auditFilterOf(scope: Pick<AuditScope, 'agentIds' | 'agentNames'>, q: AuditFilterQuery): AuditFilterMsg {
+  const needle = q.agent?.toLowerCase();
+  const agentIdsByCurrentName = needle ? scope.agentIds.filter((id) => scope.agentNames.get(id)?.toLowerCase().includes(needle)) : [];
   return {
-    agentIds, from: q.from ?? '', to: q.to ?? '', agent: q.agent ?? '', service: q.service ?? '', tool: q.tool ?? '',
-    result: q.result ?? '', member: q.member ?? '', policy: q.policy ?? '',
+    agentIds: scope.agentIds, from: q.from ?? '', to: q.to ?? '', agent: q.agent ?? '', service: q.service ?? '', tool: q.tool ?? '',
+    result: q.result ?? '', member: q.member ?? '', policy: q.policy ?? '', agentIdsByCurrentName,
   };
 }
 
@@ -120,7 +126,7 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Datab
     const q = request.query;
     const scope = await auditScopeOf(options.db, request.user!.id);
     const { entries, total } = await options.audit.query({
-      filter: auditFilterOf(scope.agentIds, q), limit: q.limit, offset: q.offset, redactPolicyAgentIds: scope.redactPolicyAgentIds,
+      filter: auditFilterOf(scope, q), limit: q.limit, offset: q.offset, redactPolicyAgentIds: scope.redactPolicyAgentIds,
     });
     return { entries: entries.map(toApiEntry), total: Number(total) };
   });
@@ -137,7 +143,7 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Datab
     const q = request.query;
     const scope = await auditScopeOf(options.db, request.user!.id);
     const call = options.audit.export({
-      filter: auditFilterOf(scope.agentIds, q),
+      filter: auditFilterOf(scope, q),
       limit: q.exportAll ? 0 : q.max,
       offset: q.offset,
       format: q.format,

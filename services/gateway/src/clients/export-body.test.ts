@@ -100,8 +100,13 @@ describe('exportBody', () => {
   it('applies backpressure to the producer while nobody reads, and cancels it when the body is destroyed', async () => {
     const body = await exportBody(start('endless'));
     // Nobody reads: the producer must stall after what the buffers (body, gRPC, HTTP/2) hold.
-    await new Promise((r) => setTimeout(r, 300));
-    const stalledAt = producer.written;
+    // On a loaded machine filling them takes a while: wait for a quiet 300 ms (5 s at most).
+    let stalledAt = -1;
+    for (let waited = 0; waited < 5_000 && stalledAt < 0; waited += 300) {
+      const before = producer.written;
+      await new Promise((r) => setTimeout(r, 300));
+      if (producer.written === before) stalledAt = before;
+    }
     await new Promise((r) => setTimeout(r, 300));
     expect(producer.written).toBe(stalledAt);
     expect(stalledAt).toBeLessThan(64);

@@ -146,7 +146,8 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     const messages = parsedMessages.map((m) => m.data!) as JSONRPCMessage[];
 
     let servingId: string;
-    const init = messages.find(isInitializeRequest) as InitializeRequest | undefined;
+    // The method name first: the SDK's schema check is only worth running on an initialize.
+    const init = messages.find((m) => 'method' in m && m.method === 'initialize' && isInitializeRequest(m)) as InitializeRequest | undefined;
     if (init) {
       if (messages.length > 1) return rpcError(reply, 400, JSONRPC_INVALID_REQUEST, 'Invalid Request: Only one initialization request is allowed');
       servingId = randomUUID();

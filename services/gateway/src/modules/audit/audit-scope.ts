@@ -21,6 +21,8 @@ export interface AuditScope {
    * the reason stripped of policy names, and a `policy` filter never matches them.
    */
   redactPolicyAgentIds: string[];
+  /** The current name of each agent of `agentIds` that still exists. */
+  agentNames: Map<string, string>;
 }
 
 /**
@@ -31,7 +33,7 @@ export function hidesPolicyIdentities(agentType: 'standard' | 'trusted', role: '
   return agentType === 'trusted' && role !== 'owner';
 }
 
-const emptyScope = (): AuditScope => ({ agentIds: [], deletedAgentIds: [], redactPolicyAgentIds: [] });
+const emptyScope = (): AuditScope => ({ agentIds: [], deletedAgentIds: [], redactPolicyAgentIds: [], agentNames: new Map() });
 
 /** The audit scope of each of `userIds` (two queries, however many users). */
 export async function auditScopesOf(db: Database, userIds: readonly string[]): Promise<Map<string, AuditScope>> {
@@ -39,7 +41,7 @@ export async function auditScopesOf(db: Database, userIds: readonly string[]): P
   if (userIds.length === 0) return scopes;
   const ids = [...new Set(userIds)];
   const [memberships, formerlyOwned] = await Promise.all([
-    db.select({ userId: schema.members.userId, agentId: schema.members.agentId, role: schema.members.role, type: schema.agents.type })
+    db.select({ userId: schema.members.userId, agentId: schema.members.agentId, role: schema.members.role, type: schema.agents.type, name: schema.agents.name })
       .from(schema.members)
       .innerJoin(schema.agents, eq(schema.agents.id, schema.members.agentId))
       .where(and(inArray(schema.members.userId, ids), eq(schema.members.status, 'approved'))),
@@ -50,6 +52,7 @@ export async function auditScopesOf(db: Database, userIds: readonly string[]): P
   for (const m of memberships) {
     const scope = scopes.get(m.userId)!;
     scope.agentIds.push(m.agentId);
+    scope.agentNames.set(m.agentId, m.name);
     if (hidesPolicyIdentities(m.type, m.role)) scope.redactPolicyAgentIds.push(m.agentId);
   }
   for (const d of formerlyOwned) {

@@ -1,0 +1,47 @@
+import { readFileSync } from 'node:fs';
+
+/** Resident set size of a process, from `/proc/<pid>/status` (`VmRSS`, reported in kB). */
+export function rssBytesOf(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  if (kb === undefined) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(kb) * 1024;
+}
+
+/** RSS of one process over a sampled interval, in bytes. */
+export interface RssGrowth {
+  before: number;
+  peak: number;
+  /** `peak - before`: what the measured work added at its worst. */
+  growth: number;
+}
+
+/**
+ * Samples the RSS of each named process every `intervalMs` until `stop()`, which returns, per
+ * name, the RSS at the start and the highest sample seen. Reads /proc rather than asking the
+ * process, so it measures other processes (a gateway, an audit service) as well as this one.
+ * A process that exits while sampled keeps the samples taken before.
+ */
+export function sampleRss<Name extends string>(pids: Record<Name, number>, intervalMs = 50): { stop(): Record<Name, RssGrowth> } {
+  const names = Object.keys(pids) as Name[];
+  const seen = Object.fromEntries(names.map((name) => {
+    const before = rssBytesOf(pids[name]);
+    return [name, { before, peak: before }];
+  })) as Record<Name, { before: number; peak: number }>;
+  const sample = () => {
+    for (const name of names) {
+      try {
+        seen[name].peak = Math.max(seen[name].peak, rssBytesOf(pids[name]));
+      } catch {
+        // The process is gone; its earlier samples stand.
+      }
+    }
+  };
+  const timer = setInterval(sample, intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return Object.fromEntries(names.map((name) => [name, { ...seen[name], growth: seen[name].peak - seen[name].before }])) as Record<Name, RssGrowth>;
+    },
+  };
+}
