@@ -11,6 +11,7 @@
  * at a time open a directory, and building millions of rows inside the engine takes seconds
  * where publishing them would take minutes.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -22,7 +23,7 @@ import { seedStatement } from '../services/audit/src/testing/seed-audit-rows.ts'
 import { apiClient, signInThroughOutbox, type ApiClient } from '../test/support/api-client.ts';
 import { startSplitTopology } from '../test/support/split-topology.ts';
 import { engineCsvExport } from './engine-csv-baseline.ts';
-import { sampleRss, type RssGrowth } from './rss-sampler.ts';
+import { cpuSecondsOf, sampleRss, type RssGrowth } from './rss-sampler.ts';
 
 /** The rows to seed: what bench/audit seeds for its other phases, for the analyst's agents. */
 export interface SeedShape {
@@ -79,10 +80,12 @@ export async function benchHttpExport(shape: SeedShape, slow = { bytesPerSecond:
     const pids = { gateway: topology.processes.gateway0!.child.pid!, audit: audit.child.pid! };
 
     const fast = sampleRss({ ...pids, bench: process.pid });
+    const cpuBefore = { gateway: cpuSecondsOf(pids.gateway), audit: cpuSecondsOf(pids.audit), bench: cpuSecondsOf(process.pid) };
     started = performance.now();
     const { bytes, lines } = await readAll(exportUrl, analyst.cookie);
     const seconds = (performance.now() - started) / 1000;
     const rss = fast.stop();
+    console.log(`http export (gateway): CPU seconds during the export — gateway ${(cpuSecondsOf(pids.gateway) - cpuBefore.gateway).toFixed(1)}, audit ${(cpuSecondsOf(pids.audit) - cpuBefore.audit).toFixed(1)}, bench process ${(cpuSecondsOf(process.pid) - cpuBefore.bench).toFixed(1)} (the download itself is curl), over ${seconds.toFixed(1)} s of wall time`);
     const rows = lines - 1;
 
     const slowSampler = sampleRss(pids);
@@ -179,16 +182,28 @@ function openExport(url: string, cookie: string): Promise<{ request: http.Client
   });
 }
 
-/** Reads the whole export as fast as this process can: bytes and newline count. Throws if it is cut off. */
+/**
+ * Reads the whole export as an analyst's tool does, as fast as it can: `curl` into `wc`, so the
+ * client's own CPU (a Node reader spent a core's worth counting lines) is not what limits the
+ * figure. Bytes and newline count; throws if the transfer is cut off (curl --fail, exit code).
+ */
 async function readAll(url: string, cookie: string): Promise<{ bytes: number; lines: number }> {
-  const { response } = await openExport(url, cookie);
-  let bytes = 0, lines = 0;
-  // Async iteration rejects on a premature close, so a cut-off export is not counted as done.
-  for await (const chunk of response as AsyncIterable<Buffer>) {
-    bytes += chunk.length;
-    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines += 1;
-  }
-  return { bytes, lines };
+  return countedDownload('set -o pipefail; curl --silent --show-error --fail -H "cookie: $COOKIE" "$URL" | tee >(wc -c >&2) | wc -l', { COOKIE: cookie, URL: url });
+}
+
+/** Runs `script` in bash (for the process substitution): `lines` from its stdout, `bytes` from its stderr. */
+function countedDownload(script: string, env: Record<string, string>): Promise<{ bytes: number; lines: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+    child.stderr.on('data', (c: Buffer) => { err += c.toString(); });
+    child.on('exit', (code) => {
+      const bytes = Number(err.trim().split(/\s+/).at(-1));
+      if (code !== 0 || !Number.isFinite(bytes)) return reject(new Error(`the download exited ${code}: ${err}`));
+      resolve({ lines: Number(out.trim()), bytes });
+    });
+  });
 }
 
 /**

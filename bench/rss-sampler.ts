@@ -45,3 +45,11 @@ export function sampleRss<Name extends string>(pids: Record<Name, number>, inter
     },
   };
 }
+
+/** User + system CPU time a process (all its threads) has used, from `/proc/<pid>/stat`, in seconds. */
+export function cpuSecondsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start past the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 Hz)
+}
