@@ -48,8 +48,8 @@ describe('audit writer over NATS JetStream', () => {
     let rowsInserted = 0;
     const flakyStore = {
       tidyOpenRecords: (options: { settleBefore?: Date }) => store.tidyOpenRecords(options),
-      async insert(batch: readonly AuditEntry[], options?: { redelivered?: boolean }) {
-        await store.insert(batch, options);
+      async insert(batch: readonly AuditEntry[]) {
+        await store.insert(batch);
         rowsInserted += batch.length;
         if (lostAcks === 0) {
           lostAcks += 1;

@@ -39,7 +39,7 @@ const lag = histogram('portcullis_audit_lag_seconds', 'From the call\'s decision
 /**
  * Consume → batch → insert → ack. The bus acknowledges a batch only after `handle`
  * resolves, i.e. after ClickHouse took the INSERT; a failed INSERT throws, so the whole
- * batch is redelivered. Redelivery may write an entry twice; the table collapses it by id.
+ * batch is redelivered. The store leaves out what it already holds, so a redelivered entry is written once.
  */
 export async function startAuditWriter(options: AuditWriterOptions): Promise<AuditWriter> {
   const log = options.log ?? (() => undefined);
@@ -47,13 +47,13 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
   const consumer = await options.bus.consumeAudit({
     batchSize: options.batchSize,
     maxWaitMs: options.maxWaitMs,
-    async handle(batch: AuditEntry[], delivery) {
+    async handle(batch: AuditEntry[]) {
       const writable = withoutMalformed(batch, log);
       // Each traced call's trace continues with its write (entries of untraced calls carry none).
       const spans: Span[] = writable.filter((e) => e.traceparent).map((e) =>
         tracer.startSpan('audit.write', { kind: SpanKind.CONSUMER, attributes: { 'portcullis.stage': e.stage ?? 'complete', 'portcullis.batch_size': writable.length } }, contextFromTraceHeaders({ traceparent: e.traceparent })));
       try {
-        await options.store.insert(writable, delivery);
+        await options.store.insert(writable);
         for (const span of spans) span.end();
         written.inc(writable.length);
         batchSizes.observe(writable.length);

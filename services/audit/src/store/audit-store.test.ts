@@ -124,8 +124,8 @@ describe('redelivered entries', () => {
     const entries = Array.from({ length: 40 }, (_, i) =>
       makeEntry({ agentId, timestamp: new Date(Date.UTC(2026, 9, 7) + i).toISOString(), decision: i % 4 === 0 ? 'DENY' : 'ALLOW' }));
     await store.insert(entries);
-    await store.insert(entries.slice(0, 25), { redelivered: true });
-    await store.insert(entries.slice(10), { redelivered: true });
+    await store.insert(entries.slice(0, 25));
+    await store.insert(entries.slice(10));
 
     const { entries: read, total } = await store.query({ agentIds: [agentId] }, { limit: 500, offset: 0 });
     expect(total).toBe(40);
@@ -148,7 +148,7 @@ describe('write-ahead records', () => {
     const orphan = makeEntry({ agentId, timestamp: at(3), stage: 'decision', reason: 'No forbid policy matched; outcome not recorded' });
     await store.insert([...decided, orphan]);
     await store.insert(completed);
-    await store.insert(decided.slice(0, 2), { redelivered: true }); // redelivered after their completion
+    await store.insert(decided.slice(0, 2)); // redelivered after their completion
 
     const { entries, total } = await store.query({ agentIds: [agentId] }, { limit: 500, offset: 0 });
     expect(total).toBe(4);
@@ -335,7 +335,7 @@ describe('policyTriggers', () => {
     const P3 = '0195f0a0-0000-7000-8000-0000000000f3';
     const entries = [0, 1, 2].map((i) => makeEntry({ agentId: 'agent-triggers', timestamp: `2026-10-0${i + 4}T00:00:00.000Z`, decision: 'DENY', policyDbIds: [P3] }));
     await store.insert(entries);
-    await store.insert(entries.slice(1), { redelivered: true });
+    await store.insert(entries.slice(1));
     expect(await store.policyTriggers('agent-triggers', [P3, P3])).toEqual([{ policyDbId: P3, count: 3, lastTriggered: '2026-10-06T00:00:00.000Z' }]);
   });
 });

@@ -53,10 +53,10 @@ export interface AuditStore {
   readonly database: string;
   /**
    * Writes a batch: each entry once in `audit_entries`, write-ahead records without their
-   * completion in the batch to `audit_open` (see `open-records.ts`). With `redelivered`
-   * (some of the batch may have been written before), entries already stored are left out.
+   * completion in the batch to `audit_open` (see `open-records.ts`). Entries already stored
+   * (a redelivered batch, a publish retried across a NATS leader change) are left out.
    */
-  insert(entries: readonly AuditEntry[], options?: InsertOptions): Promise<void>;
+  insert(entries: readonly AuditEntry[]): Promise<void>;
   /**
    * Housekeeping of `audit_open`: deletes the records whose completion was written and, with
    * `settleBefore`, settles the open ones older than it into `audit_entries` as orphans. Skipped
@@ -110,11 +110,6 @@ export interface ExportOptions {
   format: 'csv' | 'ndjson';
   /** Agents whose entries are exported with every policy identity emptied. */
   redactPolicyAgentIds: readonly string[];
-}
-
-export interface InsertOptions {
-  /** Some entries of the batch were delivered before, so may be stored already. */
-  redelivered?: boolean;
 }
 
 export interface AuditStoreOptions {
@@ -255,25 +250,27 @@ function createAuditStore(connection: ClickHouseConnection, database: string, la
     kind: connection.kind,
     database,
 
-    async insert(entries, options = {}) {
+    async insert(entries) {
       if (entries.length === 0) return;
-      const completed = new Set<string>();
-      for (const entry of entries) if (entry.stage !== 'decision') completed.add(entry.id);
-      let finals = entries.filter((e) => e.stage !== 'decision');
-      // A decision record whose completion is in the batch is not needed at all.
-      let open = entries.filter((e) => e.stage === 'decision' && !completed.has(e.id));
+      // Each id once per stage (a batch may hold two copies), and a decision record whose
+      // completion is in the batch is not needed at all.
+      const onePerId = (list: readonly AuditEntry[]) => [...new Map(list.map((e) => [e.id, e])).values()];
+      let finals = onePerId(entries.filter((e) => e.stage !== 'decision'));
+      const completed = new Set(finals.map((e) => e.id));
+      let open = onePerId(entries.filter((e) => e.stage === 'decision' && !completed.has(e.id)));
       const lateBefore = Date.now() - lateAfterMs;
       const late = finals.filter((e) => Date.parse(e.timestamp) < lateBefore);
 
-      const write = async (checkLate: boolean) => {
-        if (options.redelivered || checkLate) {
-          const stored = await storedStages(options.redelivered ? entries : late);
-          // A completion whose decision record was settled as an orphan replaces the orphan.
-          const orphans = finals.filter((e) => stored.get(e.id) === 0);
-          if (orphans.length > 0) await command(DELETE_ORPHANS_SQL, keysOf(orphans));
-          finals = finals.filter((e) => stored.get(e.id) !== 1);
-          open = open.filter((e) => !stored.has(e.id));
-        }
+      // Every batch is probed for ids already stored: JetStream marks a redelivery, but a copy
+      // can also arrive as a first delivery (a publish retried across a NATS leader change, seen
+      // in the fault test), and a probe bounded by the batch's agents and time span is cheap.
+      const write = async () => {
+        const stored = await storedStages(entries);
+        // A completion whose decision record was settled as an orphan replaces the orphan.
+        const orphans = finals.filter((e) => stored.get(e.id) === 0);
+        if (orphans.length > 0) await command(DELETE_ORPHANS_SQL, keysOf(orphans));
+        finals = finals.filter((e) => stored.get(e.id) !== 1);
+        open = open.filter((e) => !stored.has(e.id));
         await Promise.all([
           finals.length > 0 && insertRows('audit_entries', finals),
           open.length > 0 && insertRows('audit_open', open),
@@ -283,8 +280,8 @@ function createAuditStore(connection: ClickHouseConnection, database: string, la
       // whose record is still open or settled can (a replayed backlog mostly has neither), and
       // then the completion and the settling must not interleave: both hold the housekeeping lock.
       const collides = late.length > 0 && (await selectRows<{ id: string }>(WRITE_AHEAD_OF_SQL, keysOf(late))).length > 0;
-      if (collides) await withTableLock(client, database, OPEN_LOCK, LATE_LOCK_WAIT_MS, () => write(true));
-      else await write(false);
+      if (collides) await withTableLock(client, database, OPEN_LOCK, LATE_LOCK_WAIT_MS, write);
+      else await write();
     },
 
     async tidyOpenRecords({ settleBefore }) {

@@ -97,7 +97,7 @@ describe('NDJSON lines', () => {
     const { stage: _stage, ...completed } = { ...decided, durationMs: 99 };
     await store.insert([decided]);
     await store.insert([completed]);
-    await store.insert([decided], { redelivered: true }); // a redelivered decision row does not replace the completion
+    await store.insert([decided]); // a redelivered decision row does not replace the completion
     expect(await exportText({ agentIds: [agentId] }, { format: 'ndjson' })).toBe(ndjsonLine(completed));
   });
 
@@ -137,7 +137,7 @@ describe('order and paging', () => {
     try {
       session.query('SYSTEM STOP MERGES portcullis.audit_entries');
       for (let i = 0; i < spread.length; i += 7) await store.insert(spread.slice(i, i + 7));
-      await store.insert(spread.filter((_, i) => i % 4 === 0), { redelivered: true }); // redelivered copies
+      await store.insert(spread.filter((_, i) => i % 4 === 0)); // redelivered copies
     } finally {
       session.close();
     }

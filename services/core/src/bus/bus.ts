@@ -14,15 +14,9 @@ export interface AuditConsumerOptions {
   /** Longest a partial batch waits before it is handled. */
   maxWaitMs: number;
   /** Receives a batch; resolving acknowledges every entry, throwing redelivers them later. */
-  handle(batch: AuditEntry[], delivery: AuditBatchDelivery): Promise<void>;
+  handle(batch: AuditEntry[]): Promise<void>;
   /** Told of each message that is not a valid audit entry (it goes to the dead-letter subject). */
   onDeadLetter?(raw: string, error: string): void;
-}
-
-/** How a batch reached the writer. */
-export interface AuditBatchDelivery {
-  /** Some of its entries were handed to a writer before (whose insert may have succeeded). */
-  redelivered: boolean;
 }
 
 export interface AuditConsumer {

@@ -36,7 +36,6 @@ export function createMemoryBus(): Bus {
       consumerCount += 1;
       let running = true;
       let inFlight: AuditEntry[] = [];
-      const redelivered = new WeakSet<AuditEntry>();
       let wakeLoop: (() => void) | undefined;
       // While a partial batch lingers (up to `maxWaitMs`), a new entry wakes the writer only once
       // the batch is full: one insert per batch, not one per call.
@@ -53,11 +52,10 @@ export function createMemoryBus(): Bus {
         if (queue.length === 0) return true;
         inFlight = queue.splice(0, options.batchSize);
         try {
-          await options.handle(inFlight, { redelivered: inFlight.some((entry) => redelivered.has(entry)) });
+          await options.handle(inFlight);
           inFlight = [];
           return true;
         } catch {
-          for (const entry of inFlight) redelivered.add(entry);
           queue.unshift(...inFlight); // redeliver, in order
           inFlight = [];
           return false;

@@ -117,7 +117,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         // written twice) once `ack_wait` passed.
         const working = setInterval(() => { for (const m of good) m.working(); }, ACK_WAIT_MS / 2);
         try {
-          await opts.handle(entries, { redelivered: good.some((m) => m.info.redelivered) });
+          await opts.handle(entries);
           for (const m of good) m.ack();
         } catch {
           // Redelivered with exponential backoff (1 s, 2 s, 4 s … at most 30 s) while the store is down.
