@@ -115,7 +115,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         if (entries.length === 0) return;
         // A long insert keeps its messages: without this they would be redelivered (and
         // written twice) once `ack_wait` passed.
-        const working = setInterval(() => { for (const m of good) m.working(); }, ACK_WAIT_MS / 2);
+        const working = setInterval(() => {
+          // While the connection is down this may throw: the batch is then redelivered as usual.
+          try { for (const m of good) m.working(); } catch { /* reconnecting */ }
+        }, ACK_WAIT_MS / 2);
         try {
           await opts.handle(entries);
           for (const m of good) m.ack();
