@@ -16,6 +16,8 @@ export interface Member {
   kill(): Promise<void>;
   /** Starts it again; resolves once it is ready. */
   start(): Promise<void>;
+  /** What its current process printed (empty for NATS nodes). */
+  output(): string;
 }
 
 export interface Cluster {
@@ -23,6 +25,10 @@ export interface Cluster {
   sandboxUrl: string;
   outboxDir: string;
   clickhouseUrl: string;
+  /** What the ClickHouse front printed (the statements it refused). */
+  clickhouseOutput(): string;
+  /** Each JetStream stream (the audit stream, the KV buckets) and the node leading it now. */
+  streamLeaders(): Promise<Record<string, string>>;
   natsUrl: string;
   database: DatabaseHandle;
   members: Record<string, Member>;
@@ -67,6 +73,19 @@ async function untilJetStreamClustered(natsUrl: string): Promise<void> {
   }
 }
 
+async function streamLeadersOf(natsUrl: string): Promise<Record<string, string>> {
+  const { connect } = await import('@nats-io/transport-node');
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const nc = await connect({ servers: natsUrl.split(',') });
+  try {
+    const leaders: Record<string, string> = {};
+    for await (const info of (await jetstreamManager(nc)).streams.list()) leaders[info.config.name] = info.cluster?.leader ?? 'none';
+    return leaders;
+  } finally {
+    await nc.close();
+  }
+}
+
 /**
  * Portcullis as it runs when it outgrows one machine, on loopback: a 3-node NATS cluster
  * (the `nats-server` binary, JetStream, streams and buckets R3), Postgres (a throwaway
@@ -104,6 +123,7 @@ export async function startCluster(): Promise<Cluster> {
           child.kill('SIGKILL');
           await exited;
         },
+        output: () => '',
       };
       stops.push(() => members[`nats-${i + 1}`]!.kill());
     });
@@ -127,6 +147,7 @@ export async function startCluster(): Promise<Cluster> {
           await proc.waitFor(ready, 60_000);
         },
         async kill() { await proc?.stop('SIGKILL'); },
+        output: () => proc?.output() ?? '',
       };
       stops.push(async () => { await proc?.stop(); });
       members[name] = member;
@@ -158,7 +179,7 @@ export async function startCluster(): Promise<Cluster> {
     }
     const database = await openDatabase({ DATABASE_URL: testDb.url, DATA_DIR: dir });
     return {
-      gateways, sandboxUrl, outboxDir, clickhouseUrl: clickhouse.url, natsUrl, database, members,
+      gateways, sandboxUrl, outboxDir, clickhouseUrl: clickhouse.url, clickhouseOutput: () => clickhouse.process.output(), streamLeaders: () => streamLeadersOf(natsUrl), natsUrl, database, members,
       async stop() {
         for (const stop of stops.reverse()) await stop().catch(() => undefined);
         await database.close();

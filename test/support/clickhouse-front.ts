@@ -30,8 +30,10 @@ async function bodyOf(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function fail(res: ServerResponse, err: unknown) {
-  const message = err instanceof Error ? err.message : String(err);
+function fail(res: ServerResponse, err: unknown, sql: string) {
+  const message = (err instanceof Error ? err.message : String(err)) || 'unknown error (empty message from the engine)';
+  // Printed so a test that fails under load can show what the engine refused.
+  console.error(`clickhouse front: ${message.slice(0, 300)} in: ${sql.slice(0, 160).replace(/\s+/g, ' ')}`);
   const code = /^Code: (\d+)\./.exec(message)?.[1] ?? '1000';
   res.writeHead(500, { 'content-type': 'text/plain; charset=UTF-8', 'x-clickhouse-exception-code': code });
   res.end(/^Code: \d+\./.test(message) ? message : `Code: ${code}. DB::Exception: ${message}`);
@@ -42,16 +44,19 @@ export function startClickHouseFront(dataDir: string, port: number): Promise<{ u
   // One statement at a time, as one engine session runs them.
   let queue: Promise<unknown> = Promise.resolve();
 
-  const server = createServer((req, res) => {
+  // ClickHouse takes URIs up to 1 MiB (http_max_uri_size); Node's default of 16 kB would refuse,
+  // with an empty 431, a probe whose bound ids travel in the URL.
+  const server = createServer({ maxHeaderSize: 1 << 20 }, (req, res) => {
     const url = new URL(req.url ?? '/', 'http://front');
     if (url.pathname === '/ping' || (req.method === 'GET' && url.pathname === '/' && !url.searchParams.has('query'))) {
       res.writeHead(200, { 'content-type': 'text/plain; charset=UTF-8' }).end('Ok.\n');
       return;
     }
+    let sql = '';
     void (async () => {
       const body = req.method === 'POST' ? await bodyOf(req) : '';
       const inUrl = url.searchParams.get('query');
-      let sql = inUrl ? (body ? `${inUrl}\n${body}` : inUrl) : body;
+      sql = inUrl ? (body ? `${inUrl}\n${body}` : inUrl) : body;
       if (!sql.trim()) throw new Error('Code: 62. DB::Exception: Empty query. (SYNTAX_ERROR)');
       const params: Record<string, string> = {};
       const settings: string[] = [];
@@ -73,7 +78,7 @@ export function startClickHouseFront(dataDir: string, port: number): Promise<{ u
         'x-clickhouse-format': format,
       });
       res.end(bytes);
-    })().catch((err: unknown) => fail(res, err));
+    })().catch((err: unknown) => fail(res, err, sql));
   });
 
   return new Promise((resolve, reject) => {

@@ -1,10 +1,11 @@
 import { SpanKind, type Span } from '@opentelemetry/api';
 import { auditEntryOf, auditEntrySchema, contextFromTraceHeaders, counter, histogram, tracerOf, type AuditEntry, type Bus } from '@portcullis/core';
+import { createInsertLock } from './insert-lock.ts';
 import { DEFAULT_LATE_AFTER_MS, type AuditStore } from './store/audit-store.ts';
 import type { AuditLogger } from './handlers/grpc-errors.ts';
 
 export interface AuditWriterOptions {
-  bus: Pick<Bus, 'consumeAudit'>;
+  bus: Pick<Bus, 'consumeAudit' | 'keyValue'>;
   store: Pick<AuditStore, 'insert' | 'tidyOpenRecords'>;
   /** Most entries in one INSERT. */
   batchSize: number;
@@ -44,6 +45,7 @@ const lag = histogram('portcullis_audit_lag_seconds', 'From the call\'s decision
 export async function startAuditWriter(options: AuditWriterOptions): Promise<AuditWriter> {
   const log = options.log ?? (() => undefined);
   let deadLettered = 0;
+  const exclusively = await createInsertLock(options.bus);
   const consumer = await options.bus.consumeAudit({
     batchSize: options.batchSize,
     maxWaitMs: options.maxWaitMs,
@@ -53,7 +55,7 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
       const spans: Span[] = writable.filter((e) => e.traceparent).map((e) =>
         tracer.startSpan('audit.write', { kind: SpanKind.CONSUMER, attributes: { 'portcullis.stage': e.stage ?? 'complete', 'portcullis.batch_size': writable.length } }, contextFromTraceHeaders({ traceparent: e.traceparent })));
       try {
-        await options.store.insert(writable);
+        await exclusively(() => options.store.insert(writable));
         for (const span of spans) span.end();
         written.inc(writable.length);
         batchSizes.observe(writable.length);

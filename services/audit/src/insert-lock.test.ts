@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMemoryBus, createNatsBus, type Bus } from '@portcullis/core';
+import { TEST_NATS_URL, uniqueSubjectPrefix } from '@portcullis/core/testing';
+import { createInsertLock } from './insert-lock.ts';
+
+let nats: Bus;
+let other: Bus;
+const prefix = uniqueSubjectPrefix('insert_lock');
+beforeAll(async () => {
+  // Two connections, as two audit writers have.
+  nats = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: prefix });
+  other = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: prefix });
+});
+afterAll(async () => {
+  await nats?.close();
+  await other?.close();
+});
+
+describe('the audit insert lock', () => {
+  it.each([['NATS KV, two writers', () => [nats, other]], ['the in-process bus', () => { const bus = createMemoryBus(); return [bus, bus]; }]])('%s: never runs two inserts at once, and every one runs', async (_label, buses) => {
+    const [a, b] = (buses as () => Bus[])();
+    const locks = [await createInsertLock(a!), await createInsertLock(b!)];
+    let running = 0, most = 0, done = 0;
+    await Promise.all(Array.from({ length: 20 }, (_, i) => locks[i % 2]!(async () => {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((r) => setTimeout(r, 3));
+      running -= 1;
+      done += 1;
+    })));
+    expect(most).toBe(1);
+    expect(done).toBe(20);
+  });
+
+  it('is released when the insert throws', async () => {
+    const exclusively = await createInsertLock(nats);
+    await expect(exclusively(async () => { throw new Error('insert failed'); })).rejects.toThrow('insert failed');
+    expect(await exclusively(async () => 'next')).toBe('next');
+  });
+});
