@@ -17,7 +17,7 @@ export interface AuditWriterOptions {
    * orphans older than `settleAfterMs`). Default 30 s; 0 turns it off.
    */
   tidyEveryMs?: number;
-  /** Age past which an open write-ahead record is settled as an orphan: the store's `lateAfterMs`. */
+  /** Age past which an open write-ahead record is settled as an orphan (default 10 min). */
   settleAfterMs?: number;
 }
 
@@ -77,7 +77,8 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
   const tidyEveryMs = options.tidyEveryMs ?? DEFAULT_TIDY_EVERY_MS;
   let tidying: Promise<unknown> = Promise.resolve();
   const tidy = () => {
-    tidying = options.store.tidyOpenRecords({ settleBefore: new Date(Date.now() - (options.settleAfterMs ?? DEFAULT_LATE_AFTER_MS)) })
+    // Under the insert lock: settling an orphan and the insert of its late completion must not interleave.
+    tidying = exclusively(() => options.store.tidyOpenRecords({ settleBefore: new Date(Date.now() - (options.settleAfterMs ?? DEFAULT_LATE_AFTER_MS)) }))
       .catch((err) => log('audit writer: tidying open write-ahead records failed; next round retries', err));
   };
   const timer = tidyEveryMs > 0 ? setInterval(tidy, tidyEveryMs) : undefined;

@@ -3,9 +3,9 @@ import { whereOf, type AuditFilter, type ResolvedFilter } from './audit-filter.t
 import { connectClickHouse, type ClickHouseConnection, type ClickHouseTarget } from './clickhouse-connection.ts';
 import { AUDIT_COLUMNS, fromClickHouseTime, fromRow, toClickHouseTime, toRow, type AuditRow } from './entry-row.ts';
 import { EXPORT_LINE_FORMAT, EXPORT_SETTINGS, exportLineOf, REDACTED_ALIAS } from './export-lines.ts';
-import { applyMigrations, withTableLock } from './migrate.ts';
+import { applyMigrations } from './migrate.ts';
 import {
-  DELETE_CLOSED_SQL, DELETE_ORPHANS_SQL, DELETE_SETTLED_SQL, EXISTING_ROWS_SQL, openRowsSql, settleOrphansSql, WRITE_AHEAD_OF_SQL,
+  DELETE_CLOSED_SQL, DELETE_ORPHANS_SQL, DELETE_SETTLED_SQL, EXISTING_ROWS_SQL, openRowsSql, settleOrphansSql,
 } from './open-records.ts';
 import { newestFirstPage } from './newest-first.ts';
 
@@ -55,14 +55,15 @@ export interface AuditStore {
    * Writes a batch: each entry once in `audit_entries`, write-ahead records without their
    * completion in the batch to `audit_open` (see `open-records.ts`). Entries already stored
    * (a redelivered batch, a publish retried across a NATS leader change) are left out.
+   * Writers call `insert` and `tidyOpenRecords` one at a time across every process (the audit
+   * writer's insert lock): each reads what it is about to change first.
    */
   insert(entries: readonly AuditEntry[]): Promise<void>;
   /**
    * Housekeeping of `audit_open`: deletes the records whose completion was written and, with
-   * `settleBefore`, settles the open ones older than it into `audit_entries` as orphans. Skipped
-   * (returns false) while another process holds it.
+   * `settleBefore`, settles the open ones older than it into `audit_entries` as orphans.
    */
-  tidyOpenRecords(options: { settleBefore?: Date }): Promise<boolean>;
+  tidyOpenRecords(options: { settleBefore?: Date }): Promise<void>;
   /** The filter with its name substrings resolved to agent ids and tool names; `undefined` if nothing can match. */
   resolveFilter(filter: AuditFilter): Promise<ResolvedFilter | undefined>;
   /** Newest first (`timestamp DESC, id DESC`), with the count of every match. */
@@ -117,15 +118,9 @@ export interface AuditStoreOptions {
   database: string;
   /** `AUDIT_RETENTION_DAYS`: a number of days, or `null` for indefinite; omitted leaves the table as it is. */
   retentionDays?: number | null;
-  /**
-   * A completion older than this is checked against stored rows before it is written: its
-   * decision record may have been settled as an orphan meanwhile. Default 10 minutes; the
-   * writer settles orphans only past the same age.
-   */
-  lateAfterMs?: number;
 }
 
-/** See `AuditStoreOptions.lateAfterMs`. */
+/** How old an open write-ahead record is before the writer settles it as an orphan. */
 export const DEFAULT_LATE_AFTER_MS = 10 * 60_000;
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -139,9 +134,6 @@ const TABLE_ORDER = 'toDate(timestamp), agent_id, timestamp, id';
  */
 const entriesWhere = (where: string) =>
   `(SELECT ${SELECT_COLUMNS} FROM ${TABLE} WHERE ${where} UNION ALL ${openRowsSql(SELECT_COLUMNS, where)})`;
-/** Held by housekeeping of `audit_open` and by the insert of late completions. */
-const OPEN_LOCK = 'audit_open_lock';
-const LATE_LOCK_WAIT_MS = 30_000;
 /** Call counters count tool calls only: refused protocol requests (decision 001) are audited, not calls. */
 const TOOL_CALLS_ONLY = { sql: 'service != {protocolService:String}', params: { protocolService: MCP_PROTOCOL_SERVICE } };
 
@@ -149,7 +141,7 @@ const TOOL_CALLS_ONLY = { sql: 'service != {protocolService:String}', params: { 
 export async function openAuditStore(options: AuditStoreOptions): Promise<AuditStore> {
   if (!IDENTIFIER.test(options.database)) throw new Error(`invalid ClickHouse database name: ${JSON.stringify(options.database)}`);
   const connection = await connectClickHouse(options.target);
-  const store = createAuditStore(connection, options.database, options.lateAfterMs ?? DEFAULT_LATE_AFTER_MS);
+  const store = createAuditStore(connection, options.database);
   try {
     await store.migrate();
     if (options.retentionDays !== undefined) await store.setRetention(options.retentionDays);
@@ -160,7 +152,7 @@ export async function openAuditStore(options: AuditStoreOptions): Promise<AuditS
   return store;
 }
 
-function createAuditStore(connection: ClickHouseConnection, database: string, lateAfterMs: number): AuditStore {
+function createAuditStore(connection: ClickHouseConnection, database: string): AuditStore {
   const { client } = connection;
   const base = { database };
 
@@ -258,47 +250,33 @@ function createAuditStore(connection: ClickHouseConnection, database: string, la
       let finals = onePerId(entries.filter((e) => e.stage !== 'decision'));
       const completed = new Set(finals.map((e) => e.id));
       let open = onePerId(entries.filter((e) => e.stage === 'decision' && !completed.has(e.id)));
-      const lateBefore = Date.now() - lateAfterMs;
-      const late = finals.filter((e) => Date.parse(e.timestamp) < lateBefore);
 
       // Every batch is probed for ids already stored: JetStream marks a redelivery, but a copy
       // can also arrive as a first delivery (a publish retried across a NATS leader change, seen
       // in the fault test), and a probe bounded by the batch's agents and time span is cheap.
-      const write = async () => {
-        const stored = await storedStages(entries);
-        // A completion whose decision record was settled as an orphan replaces the orphan.
-        const orphans = finals.filter((e) => stored.get(e.id) === 0);
-        if (orphans.length > 0) await command(DELETE_ORPHANS_SQL, keysOf(orphans));
-        finals = finals.filter((e) => stored.get(e.id) !== 1);
-        open = open.filter((e) => !stored.has(e.id));
-        await Promise.all([
-          finals.length > 0 && insertRows('audit_entries', finals),
-          open.length > 0 && insertRows('audit_open', open),
-        ]);
-      };
-      // A late completion may meet its decision record being settled as an orphan. Only one
-      // whose record is still open or settled can (a replayed backlog mostly has neither), and
-      // then the completion and the settling must not interleave: both hold the housekeeping lock.
-      const collides = late.length > 0 && (await selectRows<{ id: string }>(WRITE_AHEAD_OF_SQL, keysOf(late))).length > 0;
-      if (collides) await withTableLock(client, database, OPEN_LOCK, LATE_LOCK_WAIT_MS, write);
-      else await write();
+      const stored = await storedStages(entries);
+      // A completion whose decision record was settled as an orphan (a late completion) replaces the orphan.
+      const orphans = finals.filter((e) => stored.get(e.id) === 0);
+      if (orphans.length > 0) await command(DELETE_ORPHANS_SQL, keysOf(orphans));
+      finals = finals.filter((e) => stored.get(e.id) !== 1);
+      open = open.filter((e) => !stored.has(e.id));
+      await Promise.all([
+        finals.length > 0 && insertRows('audit_entries', finals),
+        open.length > 0 && insertRows('audit_open', open),
+      ]);
     },
 
     async tidyOpenRecords({ settleBefore }) {
-      const done = await withTableLock(client, database, OPEN_LOCK, 0, async () => {
-        const [row] = await selectRows<{ n: number | string }>('SELECT count() AS n FROM {database:Identifier}.audit_open', {});
-        if (Number(row?.n ?? 0) === 0) return true;
-        // Settling first: its NOT IN skips what is closed, and a run cut short is repeated safely
-        // (what it settled is closed by then).
-        if (settleBefore) {
-          const cutoff = toClickHouseTime(settleBefore);
-          await command(settleOrphansSql(SELECT_COLUMNS), { cutoff });
-          await command(DELETE_SETTLED_SQL, { cutoff });
-        }
-        await command(DELETE_CLOSED_SQL, {});
-        return true;
-      });
-      return done === true;
+      const [row] = await selectRows<{ n: number | string }>('SELECT count() AS n FROM {database:Identifier}.audit_open', {});
+      if (Number(row?.n ?? 0) === 0) return;
+      // Settling first: its NOT IN skips what is closed, and a run cut short is repeated safely
+      // (what it settled is closed by then).
+      if (settleBefore) {
+        const cutoff = toClickHouseTime(settleBefore);
+        await command(settleOrphansSql(SELECT_COLUMNS), { cutoff });
+        await command(DELETE_SETTLED_SQL, { cutoff });
+      }
+      await command(DELETE_CLOSED_SQL, {});
     },
 
     resolveFilter,

@@ -50,7 +50,7 @@ export async function applyMigrations(client: ClickHouseClient, database: string
             ENGINE = ReplacingMergeTree ORDER BY version`,
     query_params: params,
   });
-  return withTableLock(client, database, 'schema_migrations_lock', LOCK_WAIT_MS, async () => {
+  return withMigrationLock(client, database, async () => {
     const result = await client.query({
       query: 'SELECT version FROM {database:Identifier}.schema_migrations FINAL',
       query_params: params,
@@ -79,39 +79,35 @@ const STALE_LOCK_MS = 10 * 60_000;
 const LOCK_WAIT_MS = 120_000;
 
 /**
- * A cross-process mutex made of a table named `lock`: `CREATE TABLE` without `IF NOT EXISTS`
- * succeeds for exactly one caller. Held while `fn` runs, dropped after; one older than
- * `STALE_LOCK_MS` (its holder died) is dropped by the next process that waits for it. With
- * `waitMs` 0 a held lock is not waited for: the result is `undefined` and `fn` does not run.
+ * A cross-process mutex made of a table: `CREATE TABLE` without `IF NOT EXISTS` succeeds for
+ * exactly one caller. Held while migrating, dropped after; one older than `STALE_LOCK_MS`
+ * (its holder died) is dropped by the next process that waits for it.
  */
-export async function withTableLock<T>(client: ClickHouseClient, database: string, lock: string, waitMs: 0, fn: () => Promise<T>): Promise<T | undefined>;
-export async function withTableLock<T>(client: ClickHouseClient, database: string, lock: string, waitMs: number, fn: () => Promise<T>): Promise<T>;
-export async function withTableLock<T>(client: ClickHouseClient, database: string, lock: string, waitMs: number, fn: () => Promise<T>): Promise<T | undefined> {
-  const params = { database, lock };
-  const deadline = Date.now() + waitMs;
+async function withMigrationLock<T>(client: ClickHouseClient, database: string, fn: () => Promise<T>): Promise<T> {
+  const params = { database };
+  const deadline = Date.now() + LOCK_WAIT_MS;
   for (;;) {
     try {
-      await client.command({ query: 'CREATE TABLE {database:Identifier}.{lock:Identifier} (at DateTime DEFAULT now()) ENGINE = Memory', query_params: params });
+      await client.command({ query: 'CREATE TABLE {database:Identifier}.schema_migrations_lock (at DateTime DEFAULT now()) ENGINE = Memory', query_params: params });
       break;
     } catch (err) {
       if (!/already exists/i.test(err instanceof Error ? err.message : String(err))) throw err;
-      const held = await client.query({
-        query: `SELECT toUnixTimestamp(metadata_modification_time) AS at FROM system.tables WHERE database = {database:String} AND name = {lock:String}`,
+      if (Date.now() > deadline) throw new Error(`another process has held the audit store's migration lock for over ${LOCK_WAIT_MS / 1000} s`, { cause: err });
+      const lock = await client.query({
+        query: `SELECT toUnixTimestamp(metadata_modification_time) AS at FROM system.tables WHERE database = {database:String} AND name = 'schema_migrations_lock'`,
         query_params: params, format: 'JSONEachRow',
       });
-      const [row] = await held.json<{ at: number | string }>();
+      const [row] = await lock.json<{ at: number | string }>();
       if (row && Date.now() - Number(row.at) * 1000 > STALE_LOCK_MS) {
-        await client.command({ query: 'DROP TABLE IF EXISTS {database:Identifier}.{lock:Identifier}', query_params: params });
-        continue;
+        await client.command({ query: 'DROP TABLE IF EXISTS {database:Identifier}.schema_migrations_lock', query_params: params });
+      } else {
+        await new Promise((resolve) => setTimeout(resolve, 200));
       }
-      if (waitMs === 0) return undefined;
-      if (Date.now() > deadline) throw new Error(`another process has held the audit store's ${lock} for over ${waitMs / 1000} s`, { cause: err });
-      await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
   try {
     return await fn();
   } finally {
-    await client.command({ query: 'DROP TABLE IF EXISTS {database:Identifier}.{lock:Identifier}', query_params: params }).catch(() => undefined);
+    await client.command({ query: 'DROP TABLE IF EXISTS {database:Identifier}.schema_migrations_lock', query_params: params }).catch(() => undefined);
   }
 }

@@ -50,18 +50,6 @@ export const EXISTING_ROWS_SQL = `SELECT toString(id) AS id, stage_rank FROM ${M
   WHERE agent_id IN {agentIds:Array(String)} AND timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp <= {to:DateTime64(3, 'UTC')}
     AND id IN {ids:Array(String)}`;
 
-/**
- * Which of `{ids}` have a write-ahead record still open or settled as an orphan: only those can
- * collide with their completion arriving late.
- */
-export const WRITE_AHEAD_OF_SQL = `SELECT toString(id) AS id FROM ${OPEN}
-  WHERE agent_id IN {agentIds:Array(String)} AND timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp <= {to:DateTime64(3, 'UTC')}
-    AND id IN {ids:Array(String)}
-  UNION ALL
-  SELECT toString(id) AS id FROM ${MAIN}
-  WHERE agent_id IN {agentIds:Array(String)} AND timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp <= {to:DateTime64(3, 'UTC')}
-    AND id IN {ids:Array(String)} AND stage_rank = 0`;
-
 /** Deletes orphans (settled decision records) among `{ids}`: their completion arrived after all. */
 export const DELETE_ORPHANS_SQL = `DELETE FROM ${MAIN}
   WHERE agent_id IN {agentIds:Array(String)} AND timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp <= {to:DateTime64(3, 'UTC')}
