@@ -31,8 +31,15 @@ export interface AuditClient {
 /** The policies list degrades to `triggerCount: null` rather than wait longer than this (decision 012). */
 const POLICY_TRIGGERS_TIMEOUT_MS = 3_000;
 
+/**
+ * HTTP/2 flow-control window of the audit channel. At HTTP/2's default 64 kB the audit service
+ * could send one 64 kB export chunk and then waited a round trip for the window to open again;
+ * an export paused by a slow client buffers at most this much per call in the gateway.
+ */
+const EXPORT_WINDOW_BYTES = 4 * 1024 * 1024;
+
 export function createAuditClient(address: string, timeoutMs = 30_000): AuditClient {
-  const client = new AuditQueryService(address, grpc.credentials.createInsecure(), channelOptions);
+  const client = new AuditQueryService(address, grpc.credentials.createInsecure(), { ...channelOptions, 'grpc-node.flow_control_window': EXPORT_WINDOW_BYTES });
   const unary = <Req, Res>(method: string, deadlineMs = timeoutMs) => (request: Req) =>
     new Promise<Res>((resolve, reject) => {
       client[method]!(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, response: Res) => {

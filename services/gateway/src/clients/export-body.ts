@@ -4,6 +4,8 @@ import type { ExportChunk } from '@portcullis/core';
 
 /** How long an export may take to produce its first chunk before the gateway gives up (503). */
 export const EXPORT_FIRST_CHUNK_TIMEOUT_MS = 30_000;
+/** What the body holds before it pauses the call. */
+const BODY_BUFFER_BYTES = 1024 * 1024;
 
 /**
  * Turns a running `Export` call into an HTTP response body, once the call has proved it can
@@ -23,6 +25,8 @@ export function exportBody(call: grpc.ClientReadableStream<ExportChunk>, firstCh
     let started = false;
     let finished = false;
     const body = new Readable({
+      // Chunks are up to 64 kB: at the default 16 kB mark every chunk would pause the call.
+      highWaterMark: BODY_BUFFER_BYTES,
       read: () => { call.resume(); },
       destroy: (err, callback) => {
         if (!finished) call.cancel();
