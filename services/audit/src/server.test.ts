@@ -191,10 +191,10 @@ describe('Export over gRPC', () => {
     ]);
   });
 
-  it('limit 0 exports every match in several chunks; limit and offset page', async () => {
+  it('limit 0 exports every match; limit and offset page', async () => {
     const all = await exportAll({ filter: filter({ agentIds: [BULK] }) });
+    // (Chunking at scale, many ≤ 512 kB messages, is export-scale.test.ts's.)
     expect(parseCsv(all.text).slice(1).map((row) => row[0])).toEqual(bulk.map((e) => e.timestamp));
-    expect(all.chunks).toBeGreaterThan(1);
     const page = await exportAll({ filter: filter({ agentIds: [BULK] }), limit: 2, offset: 1 });
     expect(parseCsv(page.text).slice(1).map((row) => row[0])).toEqual(bulk.slice(1, 3).map((e) => e.timestamp));
   });

@@ -286,7 +286,10 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
       if (!resolved) return { entries: [], total: 0 };
       const where = whereOf(resolved);
       const newest = resolved.to ?? new Date();
-      const pageOf = (window: AuditPage) => newestFirstPage({ select: selectRows, table: TABLE, columns: SELECT_COLUMNS, where, page: window, newest });
+      const pageOf = (window: AuditPage) => newestFirstPage({
+        select: selectRows, table: TABLE, columns: SELECT_COLUMNS, where, page: window, newest,
+        fewPerDay: resolved.member !== undefined || resolved.policy !== undefined,
+      });
       const [main, open] = await Promise.all([
         pageOf(page),
         selectRows<AuditRow>(`${openRowsSql(SELECT_COLUMNS, where.sql)} ORDER BY timestamp DESC, id DESC LIMIT 1 BY id`, where.params),
