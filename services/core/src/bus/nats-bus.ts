@@ -58,6 +58,9 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     name: options.name ?? 'portcullis',
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
+    // Without this every publish builds an Error up front, for a stack trace should it time
+    // out: ~8 % of the gateway's CPU in a publish loop, for a trace our logs never show.
+    noAsyncTraces: true,
   });
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
