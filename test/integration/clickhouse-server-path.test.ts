@@ -64,6 +64,14 @@ describe('audit store over ClickHouse\'s HTTP interface (two clients, one store)
     expect((await reader.query({ agentIds: [A], agent: "' OR 1=1 --" }, { limit: 500, offset: 0 })).total).toBe(0);
   });
 
+  it('a batch of 1,000 entries redelivered whole is stored once (its probe binds ~40 kB of ids in the URL)', async () => {
+    const agentId = 'agent-http-bulk';
+    const bulk = Array.from({ length: 1_000 }, (_, i) => makeEntry({ agentId, timestamp: new Date(Date.UTC(2026, 9, 6) + i).toISOString() }));
+    await writer.insert(bulk);
+    await writer.insert(bulk);
+    expect((await reader.query({ agentIds: [agentId] }, { limit: 1, offset: 0 })).total).toBe(1_000);
+  });
+
   it('counts stats, member stats, policy triggers and a session\'s activity', async () => {
     expect(await reader.stats({ agentIds: [A] })).toEqual({ calls: 30, allowed: 20, denied: 10 });
     expect((await reader.memberStats({ agentIds: [A] }))[0]).toMatchObject({ calls: 30, allowed: 20, denied: 10 });
