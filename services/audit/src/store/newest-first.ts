@@ -11,8 +11,9 @@ export interface NewestFirstRead {
   /** No match is newer than this (the filter's `to`, else now): where the speculative read starts. */
   newest: Date;
   /**
-   * The filter picks out a few entries a day (a member or a policy id): the speculative read
-   * usually falls short, and the per-day counts are cheap, so they are read beside it at once.
+   * The filter picks out a few entries a day (a member or a policy id): a speculative read of
+   * the newest day would usually fall short, and the per-day counts are cheap, so they are read
+   * first and the page once, from its floor.
    */
   fewPerDay: boolean;
 }
@@ -29,7 +30,7 @@ export interface NewestFirstRead {
  * Measured at 10M entries (bench/README, issue 17): the per-day counts cost about twice a
  * count (they read `timestamp` for every match; the count reads only the filter's columns),
  * so they are read only when the speculative read falls short (deep offsets, ranges ending
- * long ago with few matches a day), or at once for filters that match few a day (`fewPerDay`).
+ * long ago with few matches a day), or first for filters that match few a day (`fewPerDay`).
  */
 export async function newestFirstPage(read: NewestFirstRead): Promise<{ rows: AuditRow[]; total: number }> {
   const { limit, offset } = read.page;
@@ -60,10 +61,9 @@ export async function newestFirstPage(read: NewestFirstRead): Promise<{ rows: Au
 
   const guess = new Date(read.newest.getTime() - 86_400_000).toISOString().slice(0, 10);
   if (read.fewPerDay) {
-    const [days, guessed] = await Promise.all([perDay(), pageFrom(guess)]);
+    const days = await perDay();
     const total = days.reduce((sum, d) => sum + Number(d.n), 0);
-    if (total <= offset) return { rows: [], total };
-    return { rows: complete(guessed, total) ? guessed : await pageFrom(floorOf(days)), total };
+    return { rows: total <= offset ? [] : await pageFrom(floorOf(days)), total };
   }
   const [total, guessed] = await Promise.all([count(), pageFrom(guess)]);
   if (total <= offset) return { rows: [], total };
