@@ -29,7 +29,7 @@ describe('applyMigrations on chDB', () => {
   it('applies each migration once, however often it runs', async () => {
     const connection = await connectClickHouse(target);
     try {
-      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([1, 2, 3]);
+      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([1, 2, 3, 4]);
       expect(await applyMigrations(connection.client, 'audit_test')).toEqual([]);
       const recorded = await connection.client.query({
         query: 'SELECT version, name FROM {db:Identifier}.schema_migrations ORDER BY version',
@@ -38,6 +38,14 @@ describe('applyMigrations on chDB', () => {
       });
       expect(await recorded.json()).toEqual([
         { version: 1, name: 'audit_entries' }, { version: 2, name: 'write_ahead_stage' }, { version: 3, name: 'one_row_per_entry' },
+        { version: 4, name: 'agent_id_low_cardinality' },
+      ]);
+      const types = await connection.client.query({
+        query: "SELECT table, type FROM system.columns WHERE database = {db:String} AND name = 'agent_id' AND table IN ('audit_entries', 'audit_open') ORDER BY table",
+        query_params: { db: 'audit_test' }, format: 'JSONEachRow',
+      });
+      expect(await types.json()).toEqual([
+        { table: 'audit_entries', type: 'LowCardinality(String)' }, { table: 'audit_open', type: 'LowCardinality(String)' },
       ]);
     } finally {
       await connection.close();
