@@ -1,7 +1,7 @@
 import { SpanKind, type Span } from '@opentelemetry/api';
 import { auditEntryOf, auditEntrySchema, contextFromTraceHeaders, counter, histogram, tracerOf, type AuditEntry, type Bus } from '@portcullis/core';
 import { createInsertLock } from './insert-lock.ts';
-import { DEFAULT_LATE_AFTER_MS, type AuditStore } from './store/audit-store.ts';
+import type { AuditStore } from './store/audit-store.ts';
 import type { AuditLogger } from './handlers/grpc-errors.ts';
 
 export interface AuditWriterOptions {
@@ -78,7 +78,7 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
   let tidying: Promise<unknown> = Promise.resolve();
   const tidy = () => {
     // Under the insert lock: settling an orphan and the insert of its late completion must not interleave.
-    tidying = exclusively(() => options.store.tidyOpenRecords({ settleBefore: new Date(Date.now() - (options.settleAfterMs ?? DEFAULT_LATE_AFTER_MS)) }))
+    tidying = exclusively(() => options.store.tidyOpenRecords({ settleBefore: new Date(Date.now() - (options.settleAfterMs ?? DEFAULT_SETTLE_AFTER_MS)) }))
       .catch((err) => log('audit writer: tidying open write-ahead records failed; next round retries', err));
   };
   const timer = tidyEveryMs > 0 ? setInterval(tidy, tidyEveryMs) : undefined;
@@ -95,6 +95,8 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
 }
 
 const DEFAULT_TIDY_EVERY_MS = 30_000;
+/** No completion can still be on its way after this long: an open record this old is an orphan. */
+const DEFAULT_SETTLE_AFTER_MS = 10 * 60_000;
 
 /**
  * Drops entries that could never be written (the NATS bus already dead-letters these; the

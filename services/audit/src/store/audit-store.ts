@@ -120,9 +120,6 @@ export interface AuditStoreOptions {
   retentionDays?: number | null;
 }
 
-/** How old an open write-ahead record is before the writer settles it as an orphan. */
-export const DEFAULT_LATE_AFTER_MS = 10 * 60_000;
-
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const TABLE = '{database:Identifier}.audit_entries';
 const SELECT_COLUMNS = AUDIT_COLUMNS.join(', ');

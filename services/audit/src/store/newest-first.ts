@@ -22,8 +22,9 @@ export interface NewestFirstRead {
  * A page of rows newest first (`timestamp DESC, id DESC`) and the count of every match,
  * without sorting every match. The count and a speculative read of the page from the day
  * before `newest` on are issued together (the usual case: the newest page lies in the newest
- * day or two; a ClickHouse server runs them in parallel, embedded chDB one after the other). That read is the page when it came back full, or when the days it covered
- * hold every match from the offset on. Otherwise one pass counts the matches per day (the
+ * day or two; a ClickHouse server runs them in parallel, embedded chDB one after the other).
+ * That read is the page when it came back full, or when the days it covered hold every match
+ * from the offset on. Otherwise one pass counts the matches per day (the
  * table's first sort column); walking those days back from the newest finds the oldest day
  * the page reaches, and the page is read from that day on only.
  *

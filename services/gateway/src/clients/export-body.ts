@@ -25,7 +25,7 @@ export function exportBody(call: grpc.ClientReadableStream<ExportChunk>, firstCh
     let started = false;
     let finished = false;
     const body = new Readable({
-      // Chunks are up to 64 kB: at the default 16 kB mark every chunk would pause the call.
+      // Chunks are up to 512 kB: at the default 16 kB mark every chunk would pause the call.
       highWaterMark: BODY_BUFFER_BYTES,
       read: () => { call.resume(); },
       destroy: (err, callback) => {
