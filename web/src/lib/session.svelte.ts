@@ -1,4 +1,4 @@
-import { api } from './api/client.ts';
+import { authStatus } from './api/account.ts';
 import type { AuthStatus } from './api/types.ts';
 
 /** Who is signed in, shared by every page; `refresh()` asks the gateway again. */
@@ -7,7 +7,7 @@ export const session = $state<{ status: AuthStatus | undefined; loading: boolean
 export async function refreshSession(): Promise<AuthStatus> {
   session.loading = true;
   try {
-    session.status = await api.get<AuthStatus>('/api/auth/status');
+    session.status = await authStatus();
     return session.status;
   } finally {
     session.loading = false;

@@ -7,12 +7,20 @@ import { requireUser, SESSION_COOKIE } from '../plugins/session-auth.ts';
 
 const sessionParams = z.strictObject({ id: z.string().uuid('must be a UUID') });
 
+/** GET /api/users/me/sessions (declared so the dashboard's generated types follow it, decision 040). */
+const sessionsAnswer = z.object({
+  sessions: z.array(z.object({
+    id: z.string(), createdAt: z.string(), lastSeenAt: z.string(), expiresAt: z.string(),
+    ip: z.string().nullable(), userAgent: z.string().nullable(), current: z.boolean(),
+  })),
+});
+
 /** The signed-in user's own dashboard sessions: list them, end one (e.g. a lost laptop). */
 export async function accountRoutes(fastify: FastifyInstance, options: { auth: AuthService }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { auth } = options;
 
-  app.get('/api/users/me/sessions', { schema: { tags: ['account'] }, preHandler: requireUser(auth) }, async (request) => {
+  app.get('/api/users/me/sessions', { schema: { tags: ['account'], response: { 200: sessionsAnswer } }, preHandler: requireUser(auth) }, async (request) => {
     const sessions = await auth.listSessions(request.user!.id);
     return { sessions: sessions.map((s) => ({ ...s, current: s.id === request.user!.sessionId })) };
   });

@@ -19,6 +19,12 @@ const mfaVerifyBody = z.union([
   z.strictObject({ backupCode: z.string().trim().min(8).max(32) }),
 ]);
 
+// What the routes answer (declared so the dashboard's generated types follow them, decision 040).
+const userAnswer = z.object({ id: z.string(), email: z.string() });
+const mfaState = z.object({ enabled: z.boolean(), satisfied: z.boolean(), required: z.boolean() });
+const statusAnswer = z.object({ authenticated: z.boolean(), user: userAnswer.optional(), mfa: mfaState });
+const okAnswer = z.object({ ok: z.boolean() });
+
 /** The sign-in nonce: 256 random bits, base64url. Anything else in the cookie is ignored. */
 const NONCE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** As long as a code or link lives (10 minutes). */
@@ -58,13 +64,13 @@ export async function authRoutes(fastify: FastifyInstance, options: { auth: Auth
   }
 
   app.post('/api/auth/magic-link', {
-    schema: { tags: ['auth'], body: magicLinkBody }, onRequest: magicLinkPerIp, preHandler: magicLinkPerAddress,
+    schema: { tags: ['auth'], body: magicLinkBody, response: { 202: z.object({ sent: z.literal(true) }) } }, onRequest: magicLinkPerIp, preHandler: magicLinkPerAddress,
   }, async (request, reply) => {
     await auth.requestSignIn(request.body.email, request.ip, bindBrowser(request, reply));
     return reply.code(202).send({ sent: true });
   });
 
-  app.post('/api/auth/verify', { schema: { tags: ['auth'], body: verifyBody }, onRequest: verifyPerIp }, async (request, reply) => {
+  app.post('/api/auth/verify', { schema: { tags: ['auth'], body: verifyBody, response: { 200: z.object({ user: userAnswer, mfaRequired: z.boolean() }) } }, onRequest: verifyPerIp }, async (request, reply) => {
     const browserNonce = signInNonceOf(request);
     const session = await auth.verify(request.body, { ip: request.ip, userAgent: request.headers['user-agent'], browserNonce });
     reply.setCookie(SESSION_COOKIE, session.token, {
@@ -74,7 +80,7 @@ export async function authRoutes(fastify: FastifyInstance, options: { auth: Auth
     return { user: session.user, mfaRequired: session.mfaRequired };
   });
 
-  app.get('/api/auth/status', { schema: { tags: ['auth'] } }, async (request) => {
+  app.get('/api/auth/status', { schema: { tags: ['auth'], response: { 200: statusAnswer } } }, async (request) => {
     const token = request.cookies[SESSION_COOKIE];
     const user = token ? await auth.userOfSession(token) : undefined;
     if (!user) return { authenticated: false, mfa: { enabled: false, satisfied: false, required: false } };
@@ -82,21 +88,21 @@ export async function authRoutes(fastify: FastifyInstance, options: { auth: Auth
     return { authenticated: true, user: { id: user.id, email: user.email }, mfa: { enabled, satisfied, required } };
   });
 
-  app.post('/api/auth/logout', { schema: { tags: ['auth'] }, preHandler: sessionEvenIfMfaPending }, async (request, reply) => {
+  app.post('/api/auth/logout', { schema: { tags: ['auth'], response: { 200: okAnswer } }, preHandler: sessionEvenIfMfaPending }, async (request, reply) => {
     await auth.endSession(request.cookies[SESSION_COOKIE]!);
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     return { ok: true };
   });
 
-  app.post('/api/auth/mfa/setup', { schema: { tags: ['auth'] }, preHandler: sessionEvenIfMfaPending }, async (request) =>
+  app.post('/api/auth/mfa/setup', { schema: { tags: ['auth'], response: { 200: z.object({ secret: z.string(), otpauthUrl: z.string() }) } }, preHandler: sessionEvenIfMfaPending }, async (request) =>
     auth.mfa.setup(request.user!));
 
   app.post('/api/auth/mfa/verify-setup', {
-    schema: { tags: ['auth'], body: mfaVerifySetupBody }, onRequest: mfaPerIp, preHandler: sessionEvenIfMfaPending,
+    schema: { tags: ['auth'], body: mfaVerifySetupBody, response: { 200: z.object({ backupCodes: z.array(z.string()) }) } }, onRequest: mfaPerIp, preHandler: sessionEvenIfMfaPending,
   }, async (request) => auth.mfa.verifySetup(request.user!, request.body.code));
 
   app.post('/api/auth/mfa/verify', {
-    schema: { tags: ['auth'], body: mfaVerifyBody }, onRequest: mfaPerIp, preHandler: sessionEvenIfMfaPending,
+    schema: { tags: ['auth'], body: mfaVerifyBody, response: { 200: okAnswer } }, onRequest: mfaPerIp, preHandler: sessionEvenIfMfaPending,
   }, async (request) => {
     await auth.mfa.verify(request.user!, request.body);
     return { ok: true };

@@ -3,14 +3,15 @@
  * caller's own connections. Each is one REST call of the gateway (interface spec part 4,
  * DESIGN §3); errors arrive as `ApiError` from `client.ts`.
  */
-import { api } from './client.ts';
+import { api, call, http, query } from './client.ts';
 import type {
-  Agent, AgentList, AgentSortBy, AuditEntry, AuditPage, ConnectionList, ConnectorsMeta, CredentialsList, CredentialsSet,
-  Invite, IssuedKey, JoinResult, Member, MemberList, MemberStats, MemberStatus, Onboarding, ResetLostResult,
+  AgentCreate, AgentSortBy, AuditEntry, AuditPage, ConnectorKey, CredentialsBody, MemberStats, MemberStatus,
 } from './types.ts';
 
-const agentPath = (id: string) => `/api/agents/${encodeURIComponent(id)}`;
-const memberPath = (id: string, memberId: string) => `${agentPath(id)}/members/${encodeURIComponent(memberId)}`;
+const agent = (id: string) => ({ params: { path: { id } } });
+const member = (id: string, memberId: string) => ({ params: { path: { id, memberId } } });
+// Connector keys are checked by the gateway; the dashboard passes on what it read from it.
+const service = (id: string, key: string) => ({ params: { path: { id, service: key as ConnectorKey } } });
 
 export interface AgentListQuery {
   search?: string;
@@ -22,40 +23,43 @@ export interface AgentListQuery {
   offset?: number;
 }
 
-export const listAgents = (query: AgentListQuery) => api.get<AgentList>('/api/agents', { ...query });
-export const createAgent = (body: { name: string; tags?: string[]; type?: 'standard' | 'trusted' }) => api.post<Agent>('/api/agents', body);
-export const getAgent = (id: string) => api.get<Agent>(agentPath(id));
-export const updateAgent = (id: string, body: { name?: string; tags?: string[] }) => api.put<Agent>(agentPath(id), body);
-export const deleteAgent = (id: string) => api.delete(agentPath(id));
-export const setAgentStatus = (id: string, status: 'active' | 'disabled') => api.put<Agent>(`${agentPath(id)}/status`, { status });
-export const setAgentServices = (id: string, services: string[]) => api.put<Agent>(`${agentPath(id)}/services`, { services });
-export const getOnboarding = (id: string) => api.get<Onboarding>(`${agentPath(id)}/onboarding`);
+export const listAgents = (q: AgentListQuery) => call(http.GET('/api/agents', { params: { query: query(q) } }));
+export const createAgent = (body: AgentCreate) => call(http.POST('/api/agents', { body }));
+export const getAgent = (id: string) => call(http.GET('/api/agents/{id}', agent(id)));
+export const updateAgent = (id: string, body: { name?: string; tags?: string[] }) => call(http.PUT('/api/agents/{id}', { ...agent(id), body }));
+export const deleteAgent = (id: string) => call(http.DELETE('/api/agents/{id}', agent(id)));
+export const setAgentStatus = (id: string, status: 'active' | 'disabled') => call(http.PUT('/api/agents/{id}/status', { ...agent(id), body: { status } }));
+export const setAgentServices = (id: string, services: string[]) => call(http.PUT('/api/agents/{id}/services', { ...agent(id), body: { services } }));
+export const getOnboarding = (id: string) => call(http.GET('/api/agents/{id}/onboarding', agent(id)));
 
-export const listMembers = (id: string, query: { status?: MemberStatus; limit?: number; offset?: number } = {}) =>
-  api.get<MemberList>(`${agentPath(id)}/members`, { ...query });
-export const inviteMember = (id: string, email: string) => api.post<Invite>(`${agentPath(id)}/invite`, { email });
-export const joinAgent = (id: string, token: string) => api.post<JoinResult>(`${agentPath(id)}/join`, { token });
-export const approveMember = (id: string, memberId: string) => api.put<Member>(`${memberPath(id, memberId)}/status`, { status: 'approved' });
-export const rejectMember = (id: string, memberId: string) => api.post<Member>(`${memberPath(id, memberId)}/reject`);
-export const removeMember = (id: string, memberId: string) => api.delete(memberPath(id, memberId));
+export const listMembers = (id: string, q: { status?: MemberStatus; limit?: number; offset?: number } = {}) =>
+  call(http.GET('/api/agents/{id}/members', { params: { path: { id }, query: query(q) } }));
+export const inviteMember = (id: string, email: string) => call(http.POST('/api/agents/{id}/invite', { ...agent(id), body: { email } }));
+export const joinAgent = (id: string, token: string) => call(http.POST('/api/agents/{id}/join', { ...agent(id), body: { token } }));
+export const approveMember = (id: string, memberId: string) =>
+  call(http.PUT('/api/agents/{id}/members/{memberId}/status', { ...member(id, memberId), body: { status: 'approved' } }));
+export const rejectMember = (id: string, memberId: string) => call(http.POST('/api/agents/{id}/members/{memberId}/reject', { ...member(id, memberId), body: {} }));
+export const removeMember = (id: string, memberId: string) => call(http.DELETE('/api/agents/{id}/members/{memberId}', member(id, memberId)));
 
 /** Generates or rotates the caller's own key; `currentKey` keeps existing connections readable. */
 export const issueKey = (id: string, memberId: string, currentKey?: string) =>
-  api.put<IssuedKey>(`${memberPath(id, memberId)}/key`, currentKey ? { currentKey } : {});
-export const revokeKey = (id: string, memberId: string) => api.delete(`${memberPath(id, memberId)}/key`);
-export const resetLostKey = (id: string, memberId: string) => api.post<ResetLostResult>(`${memberPath(id, memberId)}/key/reset-lost`);
-export const memberConnections = (id: string, memberId: string) => api.get<ConnectionList>(`${memberPath(id, memberId)}/connections`);
+  call(http.PUT('/api/agents/{id}/members/{memberId}/key', { ...member(id, memberId), body: currentKey ? { currentKey } : {} }));
+export const revokeKey = (id: string, memberId: string) => call(http.DELETE('/api/agents/{id}/members/{memberId}/key', member(id, memberId)));
+export const resetLostKey = (id: string, memberId: string) =>
+  call(http.POST('/api/agents/{id}/members/{memberId}/key/reset-lost', { ...member(id, memberId), body: {} }));
+export const memberConnections = (id: string, memberId: string) => call(http.GET('/api/agents/{id}/members/{memberId}/connections', member(id, memberId)));
 
-export const connectorsMeta = () => api.get<ConnectorsMeta>('/api/connectors/meta');
-export const listCredentials = (id: string) => api.get<CredentialsList>(`${agentPath(id)}/services/credentials`);
-export const setCredentials = (id: string, service: string, body: { clientId: string; clientSecret: string; webhookSecret?: string; clearWebhookSecret?: true }) =>
-  api.put<CredentialsSet>(`${agentPath(id)}/services/${encodeURIComponent(service)}/credentials`, body);
-export const deleteCredentials = (id: string, service: string) => api.delete(`${agentPath(id)}/services/${encodeURIComponent(service)}/credentials`);
+export const connectorsMeta = () => call(http.GET('/api/connectors/meta'));
+export const listCredentials = (id: string) => call(http.GET('/api/agents/{id}/services/credentials', agent(id)));
+export const setCredentials = (id: string, key: string, body: CredentialsBody) =>
+  call(http.PUT('/api/agents/{id}/services/{service}/credentials', { ...service(id, key), body }));
+export const deleteCredentials = (id: string, key: string) => call(http.DELETE('/api/agents/{id}/services/{service}/credentials', service(id, key)));
 
 /** Starts the OAuth flow for the caller's own account; the browser then goes to `authorizeUrl`. */
-export const startConnect = (id: string, service: string) => api.post<{ authorizeUrl: string }>(`${agentPath(id)}/connect/${encodeURIComponent(service)}`);
-export const disconnect = (id: string, service: string) => api.delete(`${agentPath(id)}/connect/${encodeURIComponent(service)}`);
+export const startConnect = (id: string, key: string) => call(http.POST('/api/agents/{id}/connect/{service}', service(id, key)));
+export const disconnect = (id: string, key: string) => call(http.DELETE('/api/agents/{id}/connect/{service}', service(id, key)));
 
+/** GET /api/dashboard/member-stats (no response schema yet: typed by hand). */
 export const memberStats = (agentId: string, range: { from?: string; to?: string } = {}) =>
   api.get<MemberStats>('/api/dashboard/member-stats', { agentId, ...range });
 

@@ -3,10 +3,8 @@
  * (decision 013), versions, and what the editor's pickers read (catalog, connectors, members,
  * harvested entities). Every call throws `ApiError` on a non-2xx answer.
  */
-import { api } from './client.ts';
-import type {
-  Agent, Member, CatalogService, ConnectorInfo, HarvestedEntity, Policy, PolicyDraft, PolicyPreview, PolicyVersion, SimulateResult,
-} from './types.ts';
+import { call, http, query } from './client.ts';
+import type { ConnectorKey, PolicyDraft, SimulateBody } from './types.ts';
 
 export type PolicySortKey = 'name' | 'policyKey' | 'service' | 'effect' | 'enabled' | 'createdAt' | 'updatedAt';
 
@@ -21,19 +19,20 @@ export interface PolicyListQuery {
   offset?: number;
 }
 
-const base = (agentId: string) => `/api/agents/${encodeURIComponent(agentId)}/policies`;
+const agent = (id: string) => ({ params: { path: { id } } });
+const policy = (id: string, policyId: string) => ({ params: { path: { id, policyId } } });
 
 export const policiesApi = {
-  list: (agentId: string, query: PolicyListQuery = {}) =>
-    api.get<{ policies: Policy[]; total: number }>(base(agentId), { ...query }),
+  list: (agentId: string, q: PolicyListQuery = {}) =>
+    call(http.GET('/api/agents/{id}/policies', { params: { path: { id: agentId }, query: query(q) } })),
 
   /**
    * One policy. The API has no single-policy read, so this pages through the list (200 per
    * page; agents hold few policies) and answers undefined when the id is not among them.
    */
-  async get(agentId: string, policyId: string): Promise<Policy | undefined> {
+  async get(agentId: string, policyId: string) {
     for (let offset = 0; offset < 10_000; offset += 200) {
-      const page = await api.get<{ policies: Policy[]; total: number }>(base(agentId), { limit: 200, offset, sortBy: 'createdAt', sortDir: 'asc' });
+      const page = await policiesApi.list(agentId, { limit: 200, offset, sortBy: 'createdAt', sortDir: 'asc' });
       const found = page.policies.find((p) => p.id === policyId);
       if (found) return found;
       if (offset + page.policies.length >= page.total || page.policies.length === 0) return undefined;
@@ -41,32 +40,28 @@ export const policiesApi = {
     return undefined;
   },
 
-  create: (agentId: string, draft: PolicyDraft) => api.post<Policy>(base(agentId), draft),
-  update: (agentId: string, policyId: string, draft: PolicyDraft) => api.put<Policy>(`${base(agentId)}/${encodeURIComponent(policyId)}`, draft),
-  remove: (agentId: string, policyId: string) => api.delete(`${base(agentId)}/${encodeURIComponent(policyId)}`),
-  toggle: (agentId: string, policyId: string) => api.post<Policy>(`${base(agentId)}/${encodeURIComponent(policyId)}/toggle`),
-  versions: (agentId: string, policyId: string) =>
-    api.get<{ versions: PolicyVersion[] }>(`${base(agentId)}/${encodeURIComponent(policyId)}/versions`),
+  create: (agentId: string, draft: PolicyDraft) => call(http.POST('/api/agents/{id}/policies', { ...agent(agentId), body: draft })),
+  update: (agentId: string, policyId: string, draft: PolicyDraft) =>
+    call(http.PUT('/api/agents/{id}/policies/{policyId}', { ...policy(agentId, policyId), body: draft })),
+  remove: (agentId: string, policyId: string) => call(http.DELETE('/api/agents/{id}/policies/{policyId}', policy(agentId, policyId))),
+  toggle: (agentId: string, policyId: string) => call(http.POST('/api/agents/{id}/policies/{policyId}/toggle', policy(agentId, policyId))),
+  versions: (agentId: string, policyId: string) => call(http.GET('/api/agents/{id}/policies/{policyId}/versions', policy(agentId, policyId))),
   restore: (agentId: string, policyId: string, versionId: string) =>
-    api.post<Policy>(`${base(agentId)}/${encodeURIComponent(policyId)}/versions/${encodeURIComponent(versionId)}/restore`),
+    call(http.POST('/api/agents/{id}/policies/{policyId}/versions/{versionId}/restore', { params: { path: { id: agentId, policyId, versionId } } })),
 
   /** 200 even when the draft has errors: they are the answer. */
-  preview: (agentId: string, draft: PolicyDraft) => api.post<PolicyPreview>(`${base(agentId)}/preview`, draft),
-  simulate: (agentId: string, body: { draft: PolicyDraft; replacePolicyId?: string; from?: string; to?: string; limit?: number }) =>
-    api.post<SimulateResult>(`${base(agentId)}/simulate`, body),
+  preview: (agentId: string, draft: PolicyDraft) => call(http.POST('/api/agents/{id}/policies/preview', { ...agent(agentId), body: draft })),
+  simulate: (agentId: string, body: SimulateBody) => call(http.POST('/api/agents/{id}/policies/simulate', { ...agent(agentId), body })),
 };
 
 /** What the editor's pickers read. */
 export const pickersApi = {
-  agent: (agentId: string) => api.get<Agent>(`/api/agents/${encodeURIComponent(agentId)}`),
-  connectors: () => api.get<{ connectors: ConnectorInfo[] }>('/api/connectors/meta'),
-  catalog: (service: string) => api.get<{ services: CatalogService[]; total: number }>('/api/tools/catalog', { service }),
-  members: (agentId: string) => api.get<{ members: Member[]; total: number }>(`/api/agents/${encodeURIComponent(agentId)}/members`, { limit: 500 }),
+  agent: (agentId: string) => call(http.GET('/api/agents/{id}', agent(agentId))),
+  connectors: () => call(http.GET('/api/connectors/meta')),
+  catalog: (service: string) => call(http.GET('/api/tools/catalog', { params: { query: { service: service as ConnectorKey } } })),
+  members: (agentId: string) => call(http.GET('/api/agents/{id}/members', { params: { path: { id: agentId }, query: { limit: 500 } } })),
   entities: (agentId: string, service: string, type: string, search?: string) =>
-    api.get<{ entities: HarvestedEntity[]; total: number }>(
-      `/api/agents/${encodeURIComponent(agentId)}/entities/${encodeURIComponent(service)}/${encodeURIComponent(type)}`,
-      { search, limit: 20 },
-    ),
+    call(http.GET('/api/agents/{id}/entities/{service}/{type}', { params: { path: { id: agentId, service: service as ConnectorKey, type }, query: query({ search, limit: 20 }) } })),
 };
 
 /**

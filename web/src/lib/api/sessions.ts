@@ -1,4 +1,5 @@
 import { api, ApiError } from './client.ts';
+import { getAgent } from './agents.ts';
 import type { Agent, SessionActivity, ToolSession, ToolSessionPage } from './types.ts';
 
 export type SessionStatus = ToolSession['status'];
@@ -9,7 +10,7 @@ export type SessionScope = 'all' | 'mine';
 
 /** The caller's scope on an agent's sessions, from their membership (GET /api/agents/:id). */
 export async function sessionScope(agentId: string): Promise<{ agent: Agent; scope: SessionScope }> {
-  const agent = await api.get<Agent>(`/api/agents/${encodeURIComponent(agentId)}`);
+  const agent = await getAgent(agentId);
   return { agent, scope: agent.membership.role === 'owner' ? 'all' : 'mine' };
 }
 
