@@ -81,6 +81,19 @@ describe('audit store over ClickHouse\'s HTTP interface (two clients, one store)
     expect(activity.policies).toEqual([{ policyDbId: 'pol-1', policyKey: 'no-creates', policyName: 'No creates', hits: 4 }]);
   });
 
+  it('answers the histogram and the home overview over HTTP, adding up to the query\'s total (decision 037)', async () => {
+    const histogram = await reader.histogram({ agentIds: [A], from: new Date(at(0)), to: new Date(at(59)) });
+    expect(histogram.bucketSeconds).toBe(60);
+    expect(histogram.buckets).toEqual([{ start: at(0), calls: 30, denies: 10 }]);
+    const unbounded = await reader.histogram({ agentIds: [A], tool: 'ISSUES' });
+    expect(unbounded.buckets.reduce((n, b) => n + b.calls, 0)).toBe(15);
+    const overview = await reader.overview({ agentIds: [A], policyAgentIds: [A], top: 5 });
+    expect({ calls: overview.calls, denies: overview.denies }).toEqual({ calls: 30, denies: 10 });
+    expect(overview.topDeniedPolicies).toEqual([{ policyDbId: 'pol-1', policyKey: 'no-creates', policyName: 'No creates', agentId: A, denies: 10 }]);
+    expect(overview.topDeniedTools).toEqual([{ service: 'github', tool: 'create_issue', denies: 5 }, { service: 'github', tool: 'list_issues', denies: 5 }]);
+    expect(overview.memberDenyRates).toEqual([{ memberId: entries[0]!.memberId, memberName: entries[0]!.memberName, calls: 30, denies: 10 }]);
+  });
+
   it('exports CSV formatted by the engine over HTTP, in table order, formula cells guarded', async () => {
     const chunks: Buffer[] = [];
     for await (const chunk of reader.exportLines({ agentIds: [A] }, { limit: 0, offset: 0 }, { format: 'csv', redactPolicyAgentIds: [] })) chunks.push(Buffer.from(chunk));

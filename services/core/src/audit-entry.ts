@@ -78,6 +78,13 @@ export function auditEntryOf(value: unknown): AuditEntry | undefined {
 export const NO_FORBID_MATCHED = 'No forbid policy matched';
 
 /**
+ * What the gateway appends to a call's reason when the upstream failed
+ * (`<verdict reason>; upstream error: <message>`, services/gateway `tool-call-service.ts`):
+ * the dashboard's "agents with upstream errors" counts the entries whose reason contains it.
+ */
+export const UPSTREAM_ERROR_MARKER = '; upstream error: ';
+
+/**
  * Reasons the decision point writes that name a policy (services/policy `evaluate.ts`):
  * `Denied by policy "<name>"` (a forbid without a deny message) and `Allowed by policy "<name>"`
  * (a permit on a default-deny agent), the name JSON-quoted, possibly followed by what the

@@ -3,7 +3,7 @@ export { ApiError, statusOf, type ApiErrorCode } from './errors.ts';
 export { digestKey, displaySuffixOf, generateMemberKey, looksLikeMemberKey } from './keys.ts';
 export { redactToolArgs, REDACTED } from './redact.ts';
 export {
-  auditEntryOf, auditEntrySchema, NO_FORBID_MATCHED, POLICY_FAILED_REASON, POLICY_FAILED_REDACTED, POLICY_NAMED_REASON, reasonWithoutPolicyNames, redactPolicyIdentities,
+  auditEntryOf, auditEntrySchema, NO_FORBID_MATCHED, POLICY_FAILED_REASON, POLICY_FAILED_REDACTED, POLICY_NAMED_REASON, reasonWithoutPolicyNames, redactPolicyIdentities, UPSTREAM_ERROR_MARKER,
   type AuditEntry, type Decision,
 } from './audit-entry.ts';
 export { parseAuditBound } from './audit-range.ts';

@@ -1,10 +1,12 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { MemberStatsRequest, MembersRequest, QueryRequest, SessionActivityRequest, StatsRequest } from '@portcullis/core';
+import type { HistogramRequest, MemberStatsRequest, MembersRequest, OverviewRequest, QueryRequest, SessionActivityRequest, StatsRequest } from '@portcullis/core';
 import type { AuditStore } from '../store/audit-store.ts';
 import { exportHandler } from './export.ts';
 import type { AuditLogger } from './grpc-errors.ts';
+import { handleHistogram } from './histogram.ts';
 import { handleMembers } from './members.ts';
 import { handleMemberStats } from './member-stats.ts';
+import { handleOverview } from './overview.ts';
 import { handlePolicyTriggers, type PolicyTriggersRequest } from './policy-triggers.ts';
 import { handleQuery } from './query.ts';
 import { handleSessionActivity } from './session-activity.ts';
@@ -21,5 +23,7 @@ export function createAuditQueryHandlers(deps: { store: AuditStore; log: AuditLo
     PolicyTriggers: unaryHandler('PolicyTriggers', deps.log, (request: PolicyTriggersRequest) => handlePolicyTriggers(deps, request)),
     MemberStats: unaryHandler('MemberStats', deps.log, (request: MemberStatsRequest) => handleMemberStats(deps, request)),
     SessionActivity: unaryHandler('SessionActivity', deps.log, (request: SessionActivityRequest) => handleSessionActivity(deps, request)),
+    Histogram: unaryHandler('Histogram', deps.log, (request: HistogramRequest) => handleHistogram(deps, request)),
+    Overview: unaryHandler('Overview', deps.log, (request: OverviewRequest) => handleOverview(deps, request)),
   };
 }

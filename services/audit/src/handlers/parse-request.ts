@@ -1,6 +1,6 @@
-import { parseAuditBound, type AuditFilterMsg, type ExportRequest, type QueryRequest, type StatsRequest } from '@portcullis/core';
+import { parseAuditBound, type AuditFilterMsg, type ExportRequest, type HistogramRequest, type OverviewRequest, type QueryRequest, type StatsRequest } from '@portcullis/core';
 import type { AuditFilter } from '../store/audit-filter.ts';
-import type { AuditPage, AuditStatsFilter } from '../store/audit-store.ts';
+import type { AuditPage, AuditStatsFilter, OverviewFilter } from '../store/audit-store.ts';
 
 /** A request field is malformed; maps to gRPC INVALID_ARGUMENT with this message. */
 export class InvalidArgumentError extends Error {
@@ -135,6 +135,24 @@ export function parseStatsRequest(request: StatsRequest): AuditStatsFilter {
   const to = parseInstant(request.to ?? '', 'to', 'to');
   if (from && to && from > to) throw new InvalidArgumentError(`from (${request.from}) is after to (${request.to})`);
   return { agentIds: parseAgentIds(request.agentIds, 'agent_ids'), from, to };
+}
+
+/** `Histogram`: exactly `Query`'s filter and redaction (a `policy` filter leaves out the agents whose policies the caller may not see). */
+export function parseHistogramRequest(request: HistogramRequest): AuditFilter {
+  return withRedaction(request.filter, request.redactPolicyAgentIds).filter;
+}
+
+/** Rows per list of `Overview` when the request names none, and at most. */
+export const OVERVIEW_TOP_DEFAULT = 10;
+export const OVERVIEW_TOP_MAX = 50;
+
+/** `Overview`: `Stats`' agents and range, the agents whose policies it may not name, rows per list. */
+export function parseOverviewRequest(request: OverviewRequest): OverviewFilter {
+  const range = parseStatsRequest(request);
+  const top = nonNegative(request.top, 'top');
+  if (top > OVERVIEW_TOP_MAX) throw new InvalidArgumentError(`top must be at most ${OVERVIEW_TOP_MAX}, got ${top}`);
+  const hidden = new Set(parseAgentIds(request.redactPolicyAgentIds, 'redact_policy_agent_ids'));
+  return { ...range, policyAgentIds: range.agentIds.filter((id) => !hidden.has(id)), top: top === 0 ? OVERVIEW_TOP_DEFAULT : top };
 }
 
 /** Most policy ids one `PolicyTriggers` call may ask about (a page of the policies list is far smaller). */

@@ -1,5 +1,5 @@
-import { MCP_PROTOCOL_SERVICE, type AuditEntry, type SessionActivityResponse } from '@portcullis/core';
-import { whereOf, type AuditFilter, type ResolvedFilter } from './audit-filter.ts';
+import { MCP_PROTOCOL_SERVICE, UPSTREAM_ERROR_MARKER, type AuditEntry, type SessionActivityResponse } from '@portcullis/core';
+import { whereOf, type AuditFilter, type BoundWhere, type ResolvedFilter } from './audit-filter.ts';
 import { connectClickHouse, type ClickHouseConnection, type ClickHouseTarget } from './clickhouse-connection.ts';
 import { AUDIT_COLUMNS, fromClickHouseTime, fromRow, toClickHouseTime, toRow, type AuditRow } from './entry-row.ts';
 import { EXPORT_LINE_FORMAT, EXPORT_SETTINGS, exportLineOf, REDACTED_ALIAS } from './export-lines.ts';
@@ -8,6 +8,7 @@ import {
   DELETE_CLOSED_SQL, DELETE_ORPHANS_SQL, DELETE_SETTLED_SQL, EXISTING_ROWS_SQL, openRowsSql, settleOrphansSql,
 } from './open-records.ts';
 import { newestFirstPage } from './newest-first.ts';
+import { timeBucketsOf } from './time-buckets.ts';
 
 /** A page of a filtered listing. */
 export interface AuditPage {
@@ -46,6 +47,31 @@ export interface MemberActivity {
 
 /** The time-range part of a filter, as dashboard counters use it. */
 export type AuditStatsFilter = Pick<AuditFilter, 'agentIds' | 'from' | 'to'>;
+
+/** Entries and denies per time bucket; `start` ISO 8601, every bucket of the range, oldest first. */
+export interface AuditHistogram {
+  bucketSeconds: number;
+  buckets: Array<{ start: string; calls: number; denies: number }>;
+}
+
+/** What the home overview reads: the agents and range of the counters, which agents' policies it may name, rows per list. */
+export interface OverviewFilter extends AuditStatsFilter {
+  /** Of `agentIds`, the agents whose policies may be named (the others' policy identities are hidden, decision 022). */
+  policyAgentIds: readonly string[];
+  /** Rows per list. */
+  top: number;
+}
+
+/** The dashboard's home overview (decision 037): every figure over the same entries `query` lists. */
+export interface AuditOverview {
+  series: AuditHistogram;
+  calls: number;
+  denies: number;
+  topDeniedTools: Array<{ service: string; tool: string; denies: number }>;
+  topDeniedPolicies: Array<{ policyDbId: string; policyKey: string; policyName: string; agentId: string; denies: number }>;
+  memberDenyRates: Array<{ memberId: string; memberName: string; calls: number; denies: number }>;
+  agentsWithErrors: Array<{ agentId: string; agentName: string; errors: number; lastErrorAt: string }>;
+}
 
 /** The audit table: one SQL module over a ClickHouse server or embedded chDB. */
 export interface AuditStore {
@@ -96,6 +122,14 @@ export interface AuditStore {
   memberStats(filter: AuditStatsFilter): Promise<MemberActivity[]>;
   /** One tool session's calls: totals, per tool, and per matched policy. */
   sessionActivity(agentId: string, sessionId: string): Promise<SessionActivityResponse>;
+  /**
+   * Entries and denies per time bucket of the entries `query` would list for `filter`, so the
+   * buckets add up to its `total`. The buckets cover the filter's range; a missing bound is
+   * the oldest match (no match: no buckets) or the later of now and the newest match.
+   */
+  histogram(filter: AuditFilter): Promise<AuditHistogram>;
+  /** The home overview over the given agents and range (decision 037). */
+  overview(filter: OverviewFilter): Promise<AuditOverview>;
   /** Applies pending migrations (already done by `openAuditStore`); returns the versions applied. */
   migrate(): Promise<number[]>;
   /**
@@ -133,6 +167,10 @@ const entriesWhere = (where: string) =>
   `(SELECT ${SELECT_COLUMNS} FROM ${TABLE} WHERE ${where} UNION ALL ${openRowsSql(SELECT_COLUMNS, where)})`;
 /** One row if `audit_open` holds any record, else none. */
 const ANY_OPEN_SQL = 'SELECT 1 FROM {database:Identifier}.audit_open LIMIT 1';
+/** The outer query's source: the given columns (never `id`) of every entry matching `where`, each once, as `query` counts them. */
+const entriesOnce = (columns: string, where: string, withOpen: boolean) => (withOpen
+  ? `(SELECT ${columns} FROM ${TABLE} WHERE ${where} UNION ALL SELECT ${columns} FROM (${openRowsSql(`id, ${columns}`, where)} LIMIT 1 BY id))`
+  : `(SELECT ${columns} FROM ${TABLE} WHERE ${where})`);
 /** Call counters count tool calls only: refused protocol requests (decision 001) are audited, not calls. */
 const TOOL_CALLS_ONLY = { sql: 'service != {protocolService:String}', params: { protocolService: MCP_PROTOCOL_SERVICE } };
 
@@ -181,6 +219,47 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     }
     if (agentIds.length === 0 || tools?.length === 0) return undefined;
     return { ...rest, agentIds, ...(tools ? { tools: tools.map((row) => row.tool) } : {}) };
+  }
+
+  /** Whether `audit_open` holds any record (most of the time it does not, and reads skip it). */
+  const anyOpen = async () => (await selectRows(ANY_OPEN_SQL, {})).length > 0;
+
+  /**
+   * The histogram of the entries matching `where` (undefined: none can match) within the
+   * inclusive range. Each row falls in bucket `intDiv(ms - origin, width)`, every value bound.
+   */
+  async function histogramOf(where: BoundWhere | undefined, from: Date | undefined, to: Date | undefined, withOpen: boolean): Promise<AuditHistogram> {
+    const source = where && entriesOnce('timestamp, decision', where.sql, withOpen);
+    let lo = from?.getTime(), hi = to?.getTime();
+    if (source && (lo === undefined || hi === undefined)) {
+      const [span] = await selectRows<{ n: number | string; lo: number | string; hi: number | string }>(
+        `SELECT count() AS n, toUnixTimestamp64Milli(min(timestamp)) AS lo, toUnixTimestamp64Milli(max(timestamp)) AS hi FROM ${source}`, where.params);
+      if (Number(span?.n ?? 0) > 0) {
+        lo ??= Number(span!.lo);
+        hi ??= Math.max(Number(span!.hi), Date.now());
+      }
+    }
+    if (lo === undefined) return { bucketSeconds: 60, buckets: [] };
+    hi = Math.max(lo, hi ?? Date.now());
+    const b = timeBucketsOf(lo, hi);
+    const counts = Array.from({ length: b.count }, () => ({ calls: 0, denies: 0 }));
+    if (source) {
+      const rows = await selectRows<{ bucket: number | string; calls: number | string; denies: number | string }>(
+        `SELECT intDiv(toUnixTimestamp64Milli(timestamp) - {bucketOrigin:Int64}, {bucketMs:Int64}) AS bucket,
+                count() AS calls, countIf(decision = 'DENY') AS denies
+         FROM ${source} GROUP BY bucket ORDER BY bucket`,
+        { ...where.params, bucketOrigin: b.originMs, bucketMs: b.bucketMs });
+      for (const row of rows) {
+        // Every match lies in the range by construction; the clamp only guarantees the sum.
+        const slot = counts[Math.min(Math.max(Number(row.bucket), 0), b.count - 1)]!;
+        slot.calls += Number(row.calls);
+        slot.denies += Number(row.denies);
+      }
+    }
+    return {
+      bucketSeconds: b.bucketMs / 1000,
+      buckets: counts.map((c, i) => ({ start: new Date(b.originMs + i * b.bucketMs).toISOString(), ...c })),
+    };
   }
 
   async function* exportLines(filter: AuditFilter, page: AuditPage, options: ExportOptions): AsyncIterable<Uint8Array> {
@@ -394,6 +473,53 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
         lastCallAt: none ? '' : fromClickHouseTime(total.last),
         tools: tools.map((t) => ({ service: t.service, tool: t.tool, ...counts(t) })),
         policies: policies.map((p) => ({ policyDbId: p.policy_db_id, policyKey: p.policy_key, policyName: p.policy_name, hits: Number(p.hits) })),
+      };
+    },
+
+    async histogram(filter) {
+      const resolved = await resolveFilter(filter);
+      return histogramOf(resolved && whereOf(resolved), filter.from, filter.to, resolved !== undefined && await anyOpen());
+    },
+
+    async overview(filter) {
+      const withOpen = filter.agentIds.length > 0 && await anyOpen();
+      const where = filter.agentIds.length === 0 ? undefined : whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to });
+      const series = await histogramOf(where, filter.from, filter.to, withOpen);
+      const calls = series.buckets.reduce((n, b) => n + b.calls, 0);
+      const denies = series.buckets.reduce((n, b) => n + b.denies, 0);
+      const none = { series, calls, denies, topDeniedTools: [], topDeniedPolicies: [], memberDenyRates: [], agentsWithErrors: [] };
+      if (!where || calls === 0) return none;
+      const params = { ...where.params, top: filter.top, upstreamMarker: UPSTREAM_ERROR_MARKER, policyAgentIds: [...filter.policyAgentIds] };
+      const from = (columns: string, extra: string) => entriesOnce(columns, `${where.sql} AND ${extra}`, withOpen);
+      type N = number | string;
+      const [tools, policies, members, errors] = await Promise.all([
+        denies === 0 ? [] : selectRows<{ service: string; tool: string; denies: N }>(
+          `SELECT service, tool, count() AS denies FROM ${from('service, tool', "decision = 'DENY'")}
+           GROUP BY service, tool ORDER BY denies DESC, service, tool LIMIT {top:UInt32}`, params),
+        denies === 0 || filter.policyAgentIds.length === 0 ? [] : selectRows<{ policy_db_id: string; policy_agent: string; policy_key: string; policy_name: string; denies: N }>(
+          // Keys and names sit at the same index as the database id in their arrays (see `sessionActivity`).
+          `SELECT policy_db_id, any(agent_id) AS policy_agent,
+                  argMax(matched_policy_ids[indexOf(policy_db_ids, policy_db_id)], timestamp) AS policy_key,
+                  argMax(matched_policy_names[indexOf(policy_db_ids, policy_db_id)], timestamp) AS policy_name, count() AS denies
+           FROM ${from('agent_id, timestamp, policy_db_ids, matched_policy_ids, matched_policy_names', "decision = 'DENY' AND agent_id IN {policyAgentIds:Array(String)}")}
+           ARRAY JOIN policy_db_ids AS policy_db_id
+           GROUP BY policy_db_id ORDER BY denies DESC, policy_db_id LIMIT {top:UInt32}`, params),
+        // `latest_name`, not `member_name`: an alias named like the column would shadow it inside argMax (see `members`).
+        selectRows<{ member_id: string; latest_name: string; calls: N; denies: N }>(
+          `SELECT member_id, argMax(member_name, timestamp) AS latest_name, count() AS calls, countIf(decision = 'DENY') AS denies
+           FROM ${from('member_id, member_name, timestamp, decision', '1')}
+           GROUP BY member_id ORDER BY denies DESC, calls DESC, member_id LIMIT {top:UInt32}`, params),
+        selectRows<{ agent_id: string; latest_agent_name: string; errors: N; last: string }>(
+          `SELECT agent_id, argMax(agent_name, timestamp) AS latest_agent_name, count() AS errors, toString(max(timestamp)) AS last
+           FROM ${from('agent_id, agent_name, timestamp', 'position(reason, {upstreamMarker:String}) > 0')}
+           GROUP BY agent_id ORDER BY errors DESC, agent_id LIMIT {top:UInt32}`, params),
+      ]);
+      return {
+        ...none,
+        topDeniedTools: tools.map((t) => ({ service: t.service, tool: t.tool, denies: Number(t.denies) })),
+        topDeniedPolicies: policies.map((p) => ({ policyDbId: p.policy_db_id, policyKey: p.policy_key, policyName: p.policy_name, agentId: p.policy_agent, denies: Number(p.denies) })),
+        memberDenyRates: members.map((m) => ({ memberId: m.member_id, memberName: m.latest_name, calls: Number(m.calls), denies: Number(m.denies) })),
+        agentsWithErrors: errors.map((e) => ({ agentId: e.agent_id, agentName: e.latest_agent_name, errors: Number(e.errors), lastErrorAt: fromClickHouseTime(e.last) })),
       };
     },
 

@@ -97,3 +97,26 @@ export interface SessionActivityResponse {
   calls: number; allowed: number; denied: number; firstCallAt: string; lastCallAt: string;
   tools: ToolUsageMsg[]; policies: PolicyHitsMsg[];
 }
+
+/** `Histogram`: `Query`'s filter and redaction; the buckets count what `Query`'s `total` counts. */
+export interface HistogramRequest { filter: AuditFilterMsg; redactPolicyAgentIds?: string[] }
+/** `start` is ISO 8601; a bucket is `[start, start + bucketSeconds)`. */
+export interface HistogramBucketMsg { start: string; calls: number; denies: number }
+export interface HistogramResponse { bucketSeconds: number; buckets: HistogramBucketMsg[] }
+
+/** `Overview`: `top` 0 = 10, at most 50; `redactPolicyAgentIds` are left out of the denied policies. */
+export interface OverviewRequest { agentIds: string[]; from: string; to: string; redactPolicyAgentIds?: string[]; top?: number }
+export interface DeniedToolMsg { service: string; tool: string; denies: number }
+export interface DeniedPolicyMsg { policyDbId: string; policyKey: string; policyName: string; agentId: string; denies: number }
+export interface MemberDenyRateMsg { memberId: string; memberName: string; calls: number; denies: number }
+/** `lastErrorAt` is ISO 8601. */
+export interface AgentUpstreamErrorsMsg { agentId: string; agentName: string; errors: number; lastErrorAt: string }
+export interface OverviewResponse {
+  series: HistogramResponse;
+  calls: number;
+  denies: number;
+  topDeniedTools: DeniedToolMsg[];
+  topDeniedPolicies: DeniedPolicyMsg[];
+  memberDenyRates: MemberDenyRateMsg[];
+  agentsWithErrors: AgentUpstreamErrorsMsg[];
+}

@@ -10,7 +10,7 @@ import { ACTORS, createApiHarness, signInRoleActors, type ApiHarness, type RoleA
  * actor *sees* with a real audit service is in test/integration/audit-api.test.ts.
  */
 
-const ROUTES = ['/api/audit', '/api/audit/export', '/api/audit/members', '/api/dashboard/stats', '/api/dashboard/member-stats'];
+const ROUTES = ['/api/audit', '/api/audit/export', '/api/audit/members', '/api/audit/histogram', '/api/dashboard/stats', '/api/dashboard/member-stats', '/api/dashboard/overview'];
 
 let h: ApiHarness;
 let roles: RoleActors;
@@ -71,6 +71,19 @@ describe('bad query parameters → 400 invalid_request naming the field, never 5
     ['/api/dashboard/member-stats', "agentId=' OR 1=1 --", 'agentId'],
     ['/api/dashboard/member-stats', 'limit=5', 'limit', 'unknown'],
     ['/api/dashboard/member-stats', 'from=2026-10-01&from=2026-10-02', 'from'],
+    ['/api/audit/histogram', 'result=MAYBE', 'result'],
+    ['/api/audit/histogram', 'from=not-a-date', 'from'],
+    ['/api/audit/histogram', `tool=${'x'.repeat(201)}`, 'tool'],
+    ['/api/audit/histogram', 'limit=10', 'limit', 'unknown'],
+    ['/api/audit/histogram', 'offset=10', 'offset', 'unknown'],
+    ['/api/dashboard/overview', 'from=yesterday', 'from'],
+    ['/api/dashboard/overview', 'agentId=not-a-uuid', 'agentId'],
+    ['/api/dashboard/overview', 'top=0', 'top'],
+    ['/api/dashboard/overview', 'top=51', 'top'],
+    ['/api/dashboard/overview', 'top=ten', 'top'],
+    ['/api/dashboard/overview', 'agent=x', 'agent', 'unknown'],
+    ['/api/dashboard/pending-approvals', 'agentId=nope', 'agentId'],
+    ['/api/dashboard/pending-approvals', 'from=2026-10-01', 'from', 'unknown'],
   ];
   it.each(cases)('GET %s?%s', async (route, query, field, unknown) => {
     const res = await get(`${route}?${query}`, roles.cookieOf.owner);
@@ -85,7 +98,7 @@ describe('bad query parameters → 400 invalid_request naming the field, never 5
 });
 
 describe('a range that ends before it starts (issue 15)', () => {
-  it.each(['/api/audit', '/api/audit/export', '/api/dashboard/stats', '/api/dashboard/member-stats'])('GET %s: 400 naming `from`, the parameter the caller sent', async (route) => {
+  it.each(['/api/audit', '/api/audit/export', '/api/audit/histogram', '/api/dashboard/stats', '/api/dashboard/member-stats', '/api/dashboard/overview'])('GET %s: 400 naming `from`, the parameter the caller sent', async (route) => {
     for (const query of ['from=2026-10-02&to=2026-10-01', 'from=2026-10-01T21:13Z&to=2026-10-01T21:12Z', 'from=2026-10-01T21:12:05.5Z&to=2026-10-01T21:12:05.4Z']) {
       const res = await get(`${route}?${query}`, roles.cookieOf.owner);
       expect(res.statusCode, `${query}: ${res.body}`).toBe(400);
@@ -107,22 +120,35 @@ describe('a range that ends before it starts (issue 15)', () => {
   });
 });
 
-describe('member-stats for one agent', () => {
+describe.each(['/api/dashboard/member-stats', '/api/dashboard/overview'])('%s for one agent', (route) => {
   it('answers 404 for an agent the caller cannot see, the same as for one that does not exist', async () => {
     for (const actor of ['outsider', 'pending', 'rejected'] as const) {
-      const res = await get(`/api/dashboard/member-stats?agentId=${agentId}`, roles.cookieOf[actor]);
+      const res = await get(`${route}?agentId=${agentId}`, roles.cookieOf[actor]);
       expect(res.statusCode, `${actor}: ${res.body}`).toBe(404);
       expect((res.json() as ErrorBody).error).toMatchObject({ code: 'not_found', message: 'Agent not found.' });
     }
-    const ghost = await get(`/api/dashboard/member-stats?agentId=${randomUUID()}`, roles.cookieOf.owner);
+    const ghost = await get(`${route}?agentId=${randomUUID()}`, roles.cookieOf.owner);
     expect(ghost.statusCode).toBe(404);
     expect((ghost.json() as ErrorBody).error).toMatchObject({ code: 'not_found', message: 'Agent not found.' });
   });
 
   it('passes the access check for the owner and an approved member (then the audit service is down: 503)', async () => {
     for (const actor of ['owner', 'member'] as const) {
-      expect((await get(`/api/dashboard/member-stats?agentId=${agentId}`, roles.cookieOf[actor])).statusCode).toBe(503);
+      expect((await get(`${route}?agentId=${agentId}`, roles.cookieOf[actor])).statusCode).toBe(503);
     }
+  });
+});
+
+describe('GET /api/dashboard/pending-approvals (Postgres only: answers without the audit service)', () => {
+  it.each(ACTORS)('as %s: the pending requests of the agents the caller owns', async (actor) => {
+    const res = await get('/api/dashboard/pending-approvals', roles.cookieOf[actor]);
+    if (actor === 'anonymous') return expect(res.statusCode).toBe(401);
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json() as { total: number; members: Array<Record<string, unknown>> };
+    if (actor !== 'owner') return expect(body).toEqual({ total: 0, members: [] });
+    expect(body.total).toBe(1);
+    expect(body.members).toEqual([{ agentId, agentName: 'Audited', memberId: expect.any(String), email: roles.email.pending, requestedAt: expect.any(String) }]);
+    expect((await get(`/api/dashboard/pending-approvals?agentId=${randomUUID()}`, roles.cookieOf[actor])).json()).toEqual({ total: 0, members: [] });
   });
 });
 
@@ -138,5 +164,14 @@ describe('OpenAPI', () => {
     expect(doc.paths['/api/dashboard/stats']?.get?.tags).toEqual(['dashboard']);
     expect(params('/api/dashboard/stats')).toEqual(['from', 'to']);
     expect(params('/api/dashboard/member-stats')).toEqual(['agentId', 'from', 'to']);
+    expect(params('/api/audit/histogram')).toEqual(['agent', 'from', 'member', 'policy', 'result', 'service', 'to', 'tool']);
+    expect(params('/api/dashboard/overview')).toEqual(['agentId', 'from', 'to', 'top']);
+    expect(params('/api/dashboard/pending-approvals')).toEqual(['agentId']);
+    // The responses are described too: the dashboard generates its types from this document.
+    const full = doc as unknown as { paths: Record<string, { get: { responses: Record<string, { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }> } }> };
+    const props = (path: string) => Object.keys(full.paths[path]!.get.responses['200']?.content?.['application/json']?.schema?.properties ?? {}).sort();
+    expect(props('/api/audit/histogram')).toEqual(['bucketSeconds', 'buckets']);
+    expect(props('/api/dashboard/overview')).toEqual(['agentsWithErrors', 'memberDenyRates', 'pendingApprovals', 'series', 'topDeniedPolicies', 'topDeniedTools', 'totals']);
+    expect(props('/api/dashboard/pending-approvals')).toEqual(['members', 'total']);
   });
 });

@@ -44,6 +44,25 @@ export const auditQuerySchema = withOrderedRange(z.strictObject({
   offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
 }));
 
+/** The query parameters of GET /api/audit/histogram: exactly GET /api/audit's filters (no paging). */
+export const auditHistogramQuerySchema = withOrderedRange(z.strictObject(filterShape));
+
+/** One bar of a histogram: entries (`calls`) and denies from `start` for `bucketSeconds`. */
+export const histogramSchema = z.object({
+  bucketSeconds: z.number().int().describe('Width of every bucket: 60 s to 1 day, whole days for ranges over ~200 days'),
+  buckets: z.array(z.object({
+    start: z.string().describe('ISO 8601, the first instant of the bucket'),
+    calls: z.number().int().describe('Audit entries in the bucket (what GET /api/audit lists)'),
+    denies: z.number().int().describe('Of those, decision DENY'),
+  })).describe('Every bucket of the range, oldest first, empty ones included; at most 200'),
+});
+
+/** The audit service's histogram as the REST API shows it. */
+export const toApiHistogram = (h: { bucketSeconds: number; buckets?: Array<{ start: string; calls: number; denies: number }> | null }) => ({
+  bucketSeconds: Number(h.bucketSeconds),
+  buckets: (h.buckets ?? []).map((b) => ({ start: b.start, calls: Number(b.calls), denies: Number(b.denies) })),
+});
+
 /** Most rows one paged export returns (the spec's "up to 500 per request"). */
 export const EXPORT_MAX_ROWS = 500;
 
@@ -157,6 +176,22 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Datab
       .header('cache-control', 'no-store')
       .header('x-content-type-options', 'nosniff')
       .send(body);
+  });
+
+  /**
+   * The audit explorer's histogram: the entries GET /api/audit lists for the same filters
+   * (same parsing, same scope and redaction), counted per time bucket, so the buckets add up
+   * to its `total` (decision 037).
+   */
+  app.get('/api/audit/histogram', {
+    schema: {
+      tags: ['audit'], querystring: auditHistogramQuerySchema, response: { 200: histogramSchema },
+      description: 'Entries and denies per time bucket for GET /api/audit\'s filters; the buckets add up to its total. Without from/to the range is the matches\' own (to: now at the latest).',
+    },
+    onRequest: requireUser(options.auth),
+  }, async (request) => {
+    const scope = await auditScopeOf(options.db, request.user!.id);
+    return toApiHistogram(await options.audit.histogram({ filter: auditFilterOf(scope, request.query), redactPolicyAgentIds: scope.redactPolicyAgentIds }));
   });
 
   app.get('/api/audit/members', {

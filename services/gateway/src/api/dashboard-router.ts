@@ -6,14 +6,56 @@ import { ApiError, schema, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
-import { auditScopeOf } from '../modules/audit/audit-scope.ts';
-import { auditBound, withOrderedRange } from './audit-router.ts';
+import { auditScopeOf, type AuditScope } from '../modules/audit/audit-scope.ts';
+import { pendingApprovalsOf } from '../modules/members/pending-approvals.ts';
+import { auditBound, histogramSchema, toApiHistogram, withOrderedRange } from './audit-router.ts';
 
 /** `from` / `to` exactly as GET /api/audit takes them (ISO 8601, inclusive, `from` not after `to`). */
 const rangeShape = { from: auditBound.optional(), to: auditBound.optional() };
 
 export const dashboardStatsQuerySchema = withOrderedRange(z.strictObject(rangeShape));
 export const memberStatsQuerySchema = withOrderedRange(z.strictObject({ ...rangeShape, agentId: z.guid().optional() }));
+export const overviewQuerySchema = withOrderedRange(z.strictObject({
+  ...rangeShape,
+  agentId: z.guid().optional(),
+  top: z.coerce.number().int().min(1).max(50).default(10),
+}));
+
+const pendingApprovalsSchema = z.object({
+  total: z.number().int().describe('Pending requests to join the agents the caller owns'),
+  members: z.array(z.object({
+    agentId: z.string(), agentName: z.string(), memberId: z.string(), email: z.string(),
+    requestedAt: z.string().describe('ISO 8601'),
+  })).describe('Oldest first, at most 100'),
+});
+
+const overviewSchema = z.object({
+  series: histogramSchema.describe('Entries and denies per time bucket; adds up to GET /api/audit\'s total for the same range'),
+  totals: z.object({ calls: z.number().int(), denies: z.number().int() }),
+  topDeniedTools: z.array(z.object({ service: z.string(), tool: z.string(), denies: z.number().int() })),
+  topDeniedPolicies: z.array(z.object({
+    policyId: z.string().describe('Database id: the audit `policy` filter'),
+    policyKey: z.string(), name: z.string(), agentId: z.string(), agentName: z.string(), denies: z.number().int(),
+  })).describe('None of an agent whose policy identities the caller may not see (decision 022)'),
+  memberDenyRates: z.array(z.object({
+    memberId: z.string(), memberName: z.string(), calls: z.number().int(), denies: z.number().int(),
+    denyRate: z.number().describe('denies / calls, 0..1'),
+  })).describe('Most denies first'),
+  agentsWithErrors: z.array(z.object({
+    agentId: z.string(), agentName: z.string(),
+    errors: z.number().int().describe('Entries whose upstream call failed'),
+    lastErrorAt: z.string().describe('ISO 8601'),
+  })),
+  pendingApprovals: pendingApprovalsSchema,
+});
+
+/** The agent ids of `scope`, or only `agentId` when given: 404 `not_found` for one the caller cannot see. */
+function narrowed(scope: AuditScope, agentId: string | undefined): AuditScope {
+  if (agentId === undefined) return scope;
+  if (!scope.agentIds.includes(agentId)) throw new ApiError('not_found', 'Agent not found.');
+  const only = (ids: string[]) => ids.filter((id) => id === agentId);
+  return { agentIds: [agentId], deletedAgentIds: only(scope.deletedAgentIds), redactPolicyAgentIds: only(scope.redactPolicyAgentIds), agentNames: scope.agentNames };
+}
 
 /** Policies (enabled and disabled) of the agents `userId` owns: members do not see policies (decision 012). */
 async function ownedPolicyCount(db: Database, userId: string): Promise<number> {
@@ -33,7 +75,7 @@ async function ownedPolicyCount(db: Database, userId: string): Promise<number> {
  *   lastCallAt}]}`, most calls first; `agentId` narrows to one visible agent (another id is 404
  *   `not_found`, like an agent that does not exist).
  */
-export async function dashboardRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: Pick<AuditClient, 'stats' | 'memberStats'> }) {
+export async function dashboardRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: Pick<AuditClient, 'stats' | 'memberStats' | 'overview'> }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   app.get('/api/dashboard/stats', {
@@ -55,11 +97,7 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
     onRequest: requireUser(options.auth),
   }, async (request) => {
     const q = request.query;
-    let { agentIds } = await auditScopeOf(options.db, request.user!.id);
-    if (q.agentId !== undefined) {
-      if (!agentIds.includes(q.agentId)) throw new ApiError('not_found', 'Agent not found.');
-      agentIds = [q.agentId];
-    }
+    const { agentIds } = narrowed(await auditScopeOf(options.db, request.user!.id), q.agentId);
     const { members } = await options.audit.memberStats({ agentIds, from: q.from ?? '', to: q.to ?? '' });
     return {
       members: members.map((m) => ({
@@ -68,4 +106,49 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
       })),
     };
   });
+
+  /**
+   * The home overview (decision 037), computed by the audit service over every agent the
+   * caller can see (or `agentId`), with the pending requests to join their owned agents.
+   */
+  app.get('/api/dashboard/overview', {
+    schema: {
+      tags: ['dashboard'], querystring: overviewQuerySchema, response: { 200: overviewSchema },
+      description: 'Entries and denies over time, top denied tools and policies, deny rates per member, agents with upstream errors, pending approvals.',
+    },
+    onRequest: requireUser(options.auth),
+  }, async (request) => {
+    const q = request.query;
+    const userId = request.user!.id;
+    const scope = narrowed(await auditScopeOf(options.db, userId), q.agentId);
+    const [o, pendingApprovals] = await Promise.all([
+      options.audit.overview({ agentIds: scope.agentIds, from: q.from ?? '', to: q.to ?? '', redactPolicyAgentIds: scope.redactPolicyAgentIds, top: q.top }),
+      pendingApprovalsOf(options.db, userId, q.agentId),
+    ]);
+    // Current names where the agent still exists; a deleted agent keeps the name its entries were recorded with.
+    const agentName = (agentId: string, recorded = '') => scope.agentNames.get(agentId) ?? recorded;
+    return {
+      series: toApiHistogram(o.series),
+      totals: { calls: Number(o.calls), denies: Number(o.denies) },
+      topDeniedTools: (o.topDeniedTools ?? []).map((t) => ({ service: t.service, tool: t.tool, denies: Number(t.denies) })),
+      topDeniedPolicies: (o.topDeniedPolicies ?? []).map((p) => ({
+        policyId: p.policyDbId, policyKey: p.policyKey, name: p.policyName, agentId: p.agentId, agentName: agentName(p.agentId), denies: Number(p.denies),
+      })),
+      memberDenyRates: (o.memberDenyRates ?? []).map((m) => ({
+        memberId: m.memberId, memberName: m.memberName, calls: Number(m.calls), denies: Number(m.denies),
+        denyRate: Number(m.calls) === 0 ? 0 : Number(m.denies) / Number(m.calls),
+      })),
+      agentsWithErrors: (o.agentsWithErrors ?? []).map((a) => ({ agentId: a.agentId, agentName: agentName(a.agentId, a.agentName), errors: Number(a.errors), lastErrorAt: a.lastErrorAt })),
+      pendingApprovals,
+    };
+  });
+
+  /** The pending requests to join the agents the caller owns: the dashboard's badge (Postgres only). */
+  app.get('/api/dashboard/pending-approvals', {
+    schema: {
+      tags: ['dashboard'], querystring: z.strictObject({ agentId: z.guid().optional() }), response: { 200: pendingApprovalsSchema },
+      description: 'Members waiting for the caller\'s approval, over the agents the caller owns (or one of them).',
+    },
+    onRequest: requireUser(options.auth),
+  }, async (request) => pendingApprovalsOf(options.db, request.user!.id, request.query.agentId));
 }

@@ -1,7 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import {
   AuditQueryService, channelOptions,
-  type ExportChunk, type ExportRequest, type MemberStatsRequest, type MemberStatsResponse,
+  type ExportChunk, type ExportRequest, type HistogramRequest, type HistogramResponse, type MemberStatsRequest, type MemberStatsResponse,
+  type OverviewRequest, type OverviewResponse,
   type MembersRequest, type MembersResponse, type QueryRequest, type QueryResponse, type StatsRequest, type StatsResponse,
   type SessionActivityRequest, type SessionActivityResponse,
 } from '@portcullis/core';
@@ -20,6 +21,10 @@ export interface AuditClient {
   memberStats(request: MemberStatsRequest): Promise<MemberStatsResponse>;
   /** One tool session's per-tool usage and policy hit counts. */
   sessionActivity(request: SessionActivityRequest): Promise<SessionActivityResponse>;
+  /** Entries and denies per time bucket over `Query`'s filters (decision 037). */
+  histogram(request: HistogramRequest): Promise<HistogramResponse>;
+  /** The dashboard's home overview over the given agents (decision 037). */
+  overview(request: OverviewRequest): Promise<OverviewResponse>;
   /**
    * `Export` as a server stream of CSV/NDJSON chunks. No deadline (a bulk export may run long):
    * the caller cancels the call when its own client goes away (see `exportBody`).
@@ -54,6 +59,8 @@ export function createAuditClient(address: string, timeoutMs = 30_000): AuditCli
     policyTriggers: unary<PolicyTriggersRequest, PolicyTriggersResponse>('PolicyTriggers', Math.min(timeoutMs, POLICY_TRIGGERS_TIMEOUT_MS)),
     memberStats: unary<MemberStatsRequest, MemberStatsResponse>('MemberStats'),
     sessionActivity: unary<SessionActivityRequest, SessionActivityResponse>('SessionActivity'),
+    histogram: unary<HistogramRequest, HistogramResponse>('Histogram'),
+    overview: unary<OverviewRequest, OverviewResponse>('Overview'),
     export: (request) => client.Export!(request) as grpc.ClientReadableStream<ExportChunk>,
     close: () => client.close(),
   };

@@ -1,0 +1,46 @@
+import { and, asc, count, eq } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
+import { schema, type Database } from '@portcullis/core';
+
+const { agents, members } = schema;
+
+/** Most pending requests one answer lists; `total` counts them all. */
+export const PENDING_APPROVALS_LISTED = 100;
+
+/** A request to join that waits for the caller's approval. */
+export interface PendingApproval {
+  agentId: string;
+  agentName: string;
+  memberId: string;
+  email: string;
+  /** When the membership was recorded (ISO 8601). */
+  requestedAt: string;
+}
+
+/**
+ * The pending members of the agents `userId` owns (an approved owner: the people who can
+ * approve them), oldest first, optionally of one agent only. Members never see others'
+ * pending requests here: approving is an owner's job (decision 005).
+ */
+export async function pendingApprovalsOf(db: Database, userId: string, agentId?: string): Promise<{ total: number; members: PendingApproval[] }> {
+  const owner = alias(members, 'owner');
+  const where = and(
+    eq(members.status, 'pending'),
+    ...(agentId !== undefined ? [eq(members.agentId, agentId)] : []),
+  );
+  const ownedBy = and(eq(owner.agentId, members.agentId), eq(owner.userId, userId), eq(owner.role, 'owner'), eq(owner.status, 'approved'));
+  const [[counted], rows] = await Promise.all([
+    db.select({ n: count() }).from(members).innerJoin(owner, ownedBy).where(where),
+    db.select({ agentId: members.agentId, agentName: agents.name, memberId: members.id, email: members.email, createdAt: members.createdAt })
+      .from(members)
+      .innerJoin(owner, ownedBy)
+      .innerJoin(agents, eq(agents.id, members.agentId))
+      .where(where)
+      .orderBy(asc(members.createdAt), asc(members.id))
+      .limit(PENDING_APPROVALS_LISTED),
+  ]);
+  return {
+    total: Number(counted?.n ?? 0),
+    members: rows.map((r) => ({ agentId: r.agentId, agentName: r.agentName, memberId: r.memberId, email: r.email, requestedAt: r.createdAt.toISOString() })),
+  };
+}
