@@ -1,0 +1,205 @@
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { DEMO_OWNER_EMAIL, DEMO_POLICY_KEY } from '@portcullis/standalone';
+import { apiFromPage, launchChromium, openPage, signInThroughPage, startProduct, unexpectedConsoleErrors, type RunningProduct } from '../support/browser.ts';
+import { connectMcp } from '../support/mcp-client.ts';
+
+/**
+ * Issue 18, the console pages: the home overview, the audit explorer, invites and approvals,
+ * simulation samples — at 1280×800 and 390×844, with axe, overflow checks and screenshots.
+ */
+
+type OpenedPage = Awaited<ReturnType<typeof openPage>>;
+
+const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core in the page: the serious and critical violations, as `rule: target` lines. */
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ content: AXE_SOURCE });
+  const violations = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')}`));
+  });
+  return violations;
+}
+
+/** How far the page scrolls sideways (0 when it fits), with the widest elements that stick out. */
+async function horizontalOverflow(page: Page): Promise<{ by: number; culprits: string[] }> {
+  return page.evaluate(() => {
+    const root = document.scrollingElement!;
+    const by = root.scrollWidth - root.clientWidth;
+    const culprits = by <= 0 ? [] : [...document.querySelectorAll('body *')]
+      .filter((el) => el.getBoundingClientRect().right > root.clientWidth + 1)
+      .slice(0, 8).map((el) => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')} → ${Math.round(el.getBoundingClientRect().right)}`);
+    return { by, culprits };
+  });
+}
+
+describe('the operations console in a real browser: overview, audit explorer, invites, simulation', () => {
+  let product: RunningProduct;
+  let browser: Browser;
+  let owner: OpenedPage;
+  let agentId = '';
+  const calls = { allowed: 0, denied: 0 };
+
+  beforeAll(async () => {
+    [product, browser] = await Promise.all([startProduct(), launchChromium()]);
+    // Real tool calls through /mcp: allowed reads and denied destructive calls.
+    const { client } = await connectMcp(product.baseUrl, product.demoMemberKey);
+    try {
+      for (let i = 0; i < 14; i++) {
+        const read = await client.callTool({ name: i % 2 ? 'github__get_me' : 'github__search_repositories', arguments: i % 2 ? {} : { query: `q${i}` } });
+        expect(read.isError).toBeFalsy();
+        calls.allowed += 1;
+      }
+      for (let i = 0; i < 8; i++) {
+        const denied = await client.callTool({ name: 'github__delete_repository', arguments: { owner: 'acme', repo: `r${i}` } });
+        expect(denied.isError).toBe(true);
+        calls.denied += 1;
+      }
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+    owner = await openPage(browser, product.baseUrl);
+    await signInThroughPage(owner.page, product.outboxDir, DEMO_OWNER_EMAIL);
+    const agents = (await apiFromPage(owner.page, 'GET', '/api/agents')).body as { agents: Array<{ id: string }> };
+    agentId = agents.agents[0]!.id;
+    // Wait until every call is queryable.
+    for (let waited = 0; (await apiFromPage(owner.page, 'GET', '/api/audit?service=github&limit=1')).body.total < calls.allowed + calls.denied; waited += 250) {
+      if (waited > 20_000) throw new Error('the calls never became queryable');
+      await owner.page.waitForTimeout(250);
+    }
+  }, 240_000);
+
+  afterAll(async () => {
+    await owner?.context.close();
+    await browser?.close();
+    await product?.stop();
+  });
+
+  it('the home overview shows the audit service\'s series, equal to GET /api/audit\'s counts; a bar and a row open the filtered log', async () => {
+    const { page, screenshot, consoleErrors } = owner;
+    await page.setViewportSize(SIZES.desktop);
+    await page.goto('/');
+    const chart = page.getByTestId('overview-series');
+    await chart.waitFor();
+    const kpis = page.getByRole('list', { name: 'Totals' });
+    const from = (await kpis.getAttribute('data-from'))!;
+    const to = (await kpis.getAttribute('data-to'))!;
+    const range = `from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;
+    const all = (await apiFromPage(page, 'GET', `/api/audit?${range}&limit=1`)).body.total as number;
+    const deniedTotal = (await apiFromPage(page, 'GET', `/api/audit?${range}&result=DENY&limit=1`)).body.total as number;
+    expect(all).toBeGreaterThanOrEqual(calls.allowed + calls.denied);
+    expect(deniedTotal).toBe(calls.denied);
+    await expect(page.getByTestId('overview-calls').textContent()).resolves.toBe(String(all));
+    await expect(page.getByTestId('overview-denied').textContent()).resolves.toBe(String(deniedTotal));
+    // The bars are the server's series: they add up to the same counts.
+    const bars = chart.locator('a.bar');
+    const sums = await bars.evaluateAll((as) => as.reduce((t, a) => ({ calls: t.calls + Number(a.dataset.calls), denied: t.denied + Number(a.dataset.denied) }), { calls: 0, denied: 0 }));
+    expect(sums).toEqual({ calls: all, denied: deniedTotal });
+    await page.getByTestId('top-denied-tools').getByRole('link', { name: /delete_repository/ }).waitFor();
+    await expect(page.getByTestId('top-denied-policies').textContent()).resolves.toContain('Block destructive GitHub tools');
+    await expect(page.getByTestId('member-deny-rates').textContent()).resolves.toContain(DEMO_OWNER_EMAIL);
+    await screenshot('console-overview-desktop');
+
+    // A bar opens the audit log of its period: the same number of entries.
+    const bar = chart.locator('a.bar:not([data-calls="0"])').last();
+    const inBar = Number(await bar.getAttribute('data-calls'));
+    await bar.click();
+    await page.waitForURL(/\/audit\?from=[^&]+&to=[^&]+$/);
+    await expect.poll(() => page.getByTestId('audit-total').textContent()).toMatch(new RegExp(`of ${inBar} entr`));
+
+    // A row of a top list opens the log filtered by it.
+    await page.goBack();
+    await page.getByTestId('top-denied-tools').getByRole('link', { name: /delete_repository/ }).click();
+    await page.waitForURL(/\/audit\?service=github&tool=delete_repository&result=DENY&range=24h$/);
+    await expect.poll(() => page.getByTestId('audit-total').textContent()).toMatch(new RegExp(`of ${calls.denied} entr`));
+    await page.locator('[data-chip="result"]').waitFor();
+    expect(unexpectedConsoleErrors(consoleErrors)).toEqual([]);
+  });
+
+  it('the audit explorer: presets, dropdowns by name, chips, cell filters, a histogram, 20+ dense rows at 1920×1080', async () => {
+    const { page, screenshot, consoleErrors } = owner;
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await page.goto('/audit');
+    const rows = page.locator('tr.entry');
+    await expect.poll(() => rows.count()).toBeGreaterThanOrEqual(calls.allowed + calls.denied);
+    // Dense: at least 20 rows inside the window, without scrolling.
+    const visible = await rows.evaluateAll((trs) => trs.filter((tr) => tr.getBoundingClientRect().bottom <= window.innerHeight).length);
+    expect(visible).toBeGreaterThanOrEqual(20);
+    await page.getByTestId('audit-histogram').waitFor();
+    await screenshot('console-audit-1920');
+
+    // Policy by name, sending the id.
+    const policies = (await apiFromPage(page, 'GET', `/api/agents/${agentId}/policies`)).body.policies as Array<{ id: string; name: string; policyKey: string }>;
+    const demo = policies.find((p) => p.policyKey === DEMO_POLICY_KEY)!;
+    await page.getByLabel('Policy').selectOption({ label: demo.name });
+    await page.waitForURL(new RegExp(`/audit\\?policy=${demo.id}$`));
+    await expect.poll(() => page.locator('.results[aria-busy="false"] tr.entry').count()).toBe(calls.denied);
+    await page.locator('[data-chip="policy"]', { hasText: demo.name }).waitFor();
+
+    // A preset: the last hour, kept in the URL as a relative range.
+    await page.getByRole('group', { name: 'Time range' }).getByRole('button', { name: '1 h' }).click();
+    await page.waitForURL(new RegExp(`/audit\\?policy=${demo.id}&range=1h$`));
+    await page.locator('[data-chip="range"]').waitFor();
+
+    // Removing a chip removes its filter.
+    await page.locator('[data-chip="policy"] a').click();
+    await page.waitForURL(/\/audit\?range=1h$/);
+    await expect.poll(() => page.locator('.results[aria-busy="false"] tr.entry').count()).toBeGreaterThanOrEqual(calls.allowed + calls.denied);
+
+    // A click on a cell filters by its value.
+    await rows.filter({ hasText: 'get_me' }).first().locator('a.filter', { hasText: 'get_me' }).click();
+    await page.waitForURL(/\/audit\?tool=get_me&range=1h$/);
+    await expect.poll(() => page.locator('.results[aria-busy="false"] tr.entry').count()).toBe(calls.allowed / 2);
+    await expect(page.getByLabel('Tool', { exact: true }).inputValue()).resolves.toBe('get_me');
+
+    // The histogram counts what the list counts; a bar zooms into its time.
+    const histogram = page.getByTestId('audit-histogram');
+    const bars = histogram.locator('a.bar[data-calls]:not([data-calls="0"])');
+    await bars.first().waitFor();
+    const counted = await histogram.locator('a.bar').evaluateAll((as) => as.reduce((n, a) => n + Number(a.getAttribute('data-calls')), 0));
+    expect(counted).toBe(calls.allowed / 2);
+    await bars.first().click();
+    await page.waitForURL(/\/audit\?from=[^&]+&to=[^&]+&tool=get_me$/);
+    await page.getByLabel('From').waitFor();
+    await screenshot('console-audit-filtered');
+    expect(unexpectedConsoleErrors(consoleErrors)).toEqual([]);
+  });
+
+  for (const [size, viewport] of Object.entries(SIZES)) {
+    it(`the console pages at ${size} (${viewport.width}×${viewport.height}): no sideways scroll, axe clean, screenshots`, async () => {
+      const { page, screenshot, consoleErrors } = owner;
+      await page.setViewportSize(viewport);
+      const pages: Array<[string, string, () => Promise<void>]> = [
+        ['overview', '/', async () => { await page.getByTestId('overview-series').waitFor(); }],
+        ['audit', '/audit', async () => { await page.locator('tr.entry').first().waitFor(); await page.getByTestId('audit-histogram').waitFor(); }],
+        ['audit-deny', '/audit?result=DENY&range=24h', async () => { await page.locator('tr.entry').first().waitFor(); }],
+      ];
+      for (const [name, path, ready] of pages) {
+        await page.goto(path);
+        await ready();
+        expect(await horizontalOverflow(page), `${path} scrolls sideways at ${size}`).toEqual({ by: 0, culprits: [] });
+        expect(await axeViolations(page), `${path} at ${size}`).toEqual([]);
+        await screenshot(`console-${name}-${size}`);
+      }
+      if (size === 'phone') {
+        await page.goto('/audit');
+        await page.locator('tr.entry').first().waitFor();
+        await expect(page.getByLabel('Decision').isVisible()).resolves.toBe(false);
+        await page.getByRole('button', { name: /^Filters/ }).click();
+        await page.getByLabel('Decision').selectOption('DENY');
+        await page.waitForURL(/\/audit\?result=DENY$/);
+        await expect(page.getByLabel('Decision').inputValue()).resolves.toBe('DENY');
+        expect(await horizontalOverflow(page)).toEqual({ by: 0, culprits: [] });
+        await screenshot('console-audit-drawer-phone');
+      }
+      expect(unexpectedConsoleErrors(consoleErrors)).toEqual([]);
+    });
+  }
+});
