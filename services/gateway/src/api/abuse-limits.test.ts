@@ -64,6 +64,22 @@ describe('abuse limits on invites and agent creation', () => {
     expect((await invite(bo, await agentOf(bo, 'Bo'), 'u4@example.com', '10.1.0.6')).statusCode).toBe(201);
   });
 
+  it('counts a resent invite like a new one (decision 038): past the limit nothing is stored, replaced or mailed', async () => {
+    const bea = await h.signIn('limit-bea@example.com');
+    const agentId = await agentOf(bea, 'Resends');
+    expect((await invite(bea, agentId, 'r1@example.com', '10.3.0.1')).statusCode).toBe(201);
+    const resend = async (remoteAddress: string) => {
+      const [row] = await h.db.select().from(schema.invites).where(eq(schema.invites.email, 'r1@example.com'));
+      return h.request({ method: 'POST', url: `/api/agents/${agentId}/invites/${row!.id}/resend`, cookie: bea, remoteAddress });
+    };
+    expect((await resend('10.3.0.2')).statusCode).toBe(200);
+    expect((await resend('10.3.0.3')).statusCode).toBe(200);
+    const before = await h.db.select().from(schema.invites).where(eq(schema.invites.email, 'r1@example.com'));
+    expectLimited(await resend('10.3.0.4'));
+    expect(mailsTo('r1@example.com')).toBe(3);
+    expect(await h.db.select().from(schema.invites).where(eq(schema.invites.email, 'r1@example.com'))).toEqual(before);
+  });
+
   it('limits invites per client IP across users and agents', async () => {
     const ip = '10.2.0.1';
     let sent = 0;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import { schema } from '@portcullis/core';
 import { createApiHarness, type ApiHarness } from '../testing/index.ts';
 
@@ -28,6 +28,8 @@ interface World {
   memberIds: Partial<Record<Persona | 'target', string>>;
   /** An unused invite for the persona's own address where one can exist, else one for a newcomer. */
   joinTokens: Record<Persona, string>;
+  /** An open invite to an address nobody uses: the subject of the invite routes. */
+  inviteId: string;
 }
 
 interface Row {
@@ -51,6 +53,18 @@ const rows: Row[] = [
   {
     name: 'POST /invite', method: 'POST', url: (w) => `${on(w)}/invite`, payload: () => ({ email: 'newcomer@example.com' }),
     expect: { ...OWNER_ONLY, owner: 201 },
+  },
+  {
+    name: 'GET /invites', method: 'GET', url: (w) => `${on(w)}/invites`,
+    expect: { ...OWNER_ONLY, owner: 200 },
+  },
+  {
+    name: 'POST /invites/:inviteId/resend', method: 'POST', url: (w) => `${on(w)}/invites/${w.inviteId}/resend`,
+    expect: { ...OWNER_ONLY, owner: 200 },
+  },
+  {
+    name: 'DELETE /invites/:inviteId', method: 'DELETE', url: (w) => `${on(w)}/invites/${w.inviteId}`,
+    expect: { ...OWNER_ONLY, owner: 204 },
   },
   {
     name: 'POST /join (with an invite to the caller\'s own address)', method: 'POST', url: (w) => `${on(w)}/join`,
@@ -136,7 +150,7 @@ describe('members router: who may do what', () => {
     const created = await call('POST', '/api/agents', 'owner', { name: 'Security agent' });
     expect(created.statusCode).toBe(201);
     const agent = created.json() as { id: string; membership: { id: string } };
-    const w: World = { agentId: agent.id, memberIds: { owner: agent.membership.id }, joinTokens: {} as Record<Persona, string> };
+    const w: World = { agentId: agent.id, memberIds: { owner: agent.membership.id }, joinTokens: {} as Record<Persona, string>, inviteId: '' };
     for (const persona of ['approved', 'other', 'pending'] as const) {
       const used = await inviteToken(w.agentId, EMAIL[persona]);
       w.joinTokens[persona] = await inviteToken(w.agentId, EMAIL[persona]); // a spare, still unused
@@ -155,6 +169,8 @@ describe('members router: who may do what', () => {
     w.joinTokens.outsider = await inviteToken(w.agentId, EMAIL.outsider);
     w.joinTokens.owner = await inviteToken(w.agentId, 'newcomer@example.com');
     w.joinTokens.anonymous = w.joinTokens.owner;
+    await inviteToken(w.agentId, 'invitee@example.com');
+    w.inviteId = (await h.db.select({ id: invites.id }).from(invites).where(and(eq(invites.agentId, w.agentId), eq(invites.email, 'invitee@example.com'))))[0]!.id;
 
     expect((await call('PUT', `${approvedMember(w)}/key`, 'approved', {})).statusCode).toBe(200);
     await h.db.insert(connections).values({ memberId: w.memberIds.approved!, service: 'github', identityInfo: { login: 'approved' }, sealedTokens: 'sealed' });
@@ -192,6 +208,8 @@ describe('members router: who may do what', () => {
     }
     for (const k of before.keys) expect(res.body).not.toContain(k.keyHash);
     expect(res.body).not.toContain('"sealedTokens"');
+    // Nor an invite token, except to the owner who just created or resent it.
+    if (!/invite$|resend$/.test(row.url(w, as))) for (const token of Object.values(w.joinTokens)) expect(res.body).not.toContain(token);
   });
 
   describe('member records: owners see all; members see their own in full and only name, role and status of others (decision 028)', () => {

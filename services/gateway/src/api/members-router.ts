@@ -12,6 +12,7 @@ import { clientIpKey, createSharedLimiters, type AbuseRateLimits } from '../plug
 
 const uuid = z.string().uuid('must be a UUID');
 const memberParams = z.strictObject({ id: uuid, memberId: uuid });
+const inviteParams = z.strictObject({ id: uuid, inviteId: uuid });
 
 const inviteBody = z.strictObject({ email: z.string().trim().max(320).email() });
 /** A token is ~600 characters for the longest address; anything far longer is not one of ours. */
@@ -55,6 +56,17 @@ export const memberSchema = z.object({
 const listedMemberSchema = memberSchema.partial({ userId: true, createdAt: true, approvedAt: true, key: true, connections: true });
 const memberListSchema = z.object({ members: z.array(listedMemberSchema), total: z.number() });
 const inviteSchema = z.object({ token: z.string(), url: z.string(), expiresAt: z.string() });
+/** An open invite: metadata only, never its token (decision 038). */
+const openInviteSchema = z.object({
+  id: z.string(),
+  email: z.string().describe('The invited address'),
+  invitedBy: z.string().nullable().describe('E-mail of the user who sent it; null when that account is gone'),
+  createdAt: z.string().describe('ISO 8601'),
+  expiresAt: z.string().describe('ISO 8601'),
+});
+const openInviteListSchema = z.object({ invites: z.array(openInviteSchema).describe('Newest first') });
+/** A resent invite: the new invite as listed, and its link (shown to the owner once, as POST …/invite does). */
+const resentInviteSchema = openInviteSchema.extend({ token: z.string(), url: z.string() });
 const joinSchema = z.object({ memberId: z.string(), status: z.literal('pending') });
 const issuedKeySchema = z.object({ key: z.string(), keyId: z.string(), displaySuffix: z.string() });
 const resetLostSchema = z.object({ cleared: z.array(z.string()) });
@@ -82,7 +94,7 @@ export interface MembersRoutesOptions {
  */
 export async function membersRoutes(fastify: FastifyInstance, options: MembersRoutesOptions) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const memberService = createMemberService(options);
+  const memberService = createMemberService({ ...options, logMailFailure: (message, error) => fastify.log.warn({ err: error }, message) });
   const keys = createKeyService(options);
   const onRequest = requireUser(options.auth);
   const tags = ['members'];
@@ -98,6 +110,31 @@ export async function membersRoutes(fastify: FastifyInstance, options: MembersRo
     onRequest,
     preHandler: inviteLimits,
   }, async (request, reply) => reply.code(201).send(await memberService.invite(request.params.id, request.user!, request.body.email)));
+
+  app.get('/api/agents/:id/invites', {
+    schema: { tags, summary: 'Open invites (not used, not expired): who was invited, by whom, until when; never the token (owner)', params: agentIdParams, querystring: z.strictObject({}), response: { 200: openInviteListSchema } },
+    onRequest,
+  }, async (request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return memberService.listInvites(request.params.id, request.user!);
+  });
+
+  app.post('/api/agents/:id/invites/:inviteId/resend', {
+    schema: { tags, summary: 'Mail a fresh link (valid 7 days) for an unused invite; the old link stops working. Counted by the invite limits (owner)', params: inviteParams, body: noBody, response: { 200: resentInviteSchema } },
+    onRequest,
+    preHandler: inviteLimits,
+  }, async (request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return memberService.resendInvite(request.params.id, request.user!, request.params.inviteId);
+  });
+
+  app.delete('/api/agents/:id/invites/:inviteId', {
+    schema: { tags, summary: 'Revoke an unused invite: its link no longer joins (owner)', params: inviteParams },
+    onRequest,
+  }, async (request, reply) => {
+    await memberService.revokeInvite(request.params.id, request.user!, request.params.inviteId);
+    return reply.code(204).send();
+  });
 
   app.post('/api/agents/:id/join', {
     schema: { tags, summary: 'Join with an invite token; the invited e-mail must be the signed-in one', params: agentIdParams, body: joinBody, response: { 200: joinSchema } },
