@@ -5,6 +5,8 @@ import type { Browser, Page } from 'playwright-core';
 import { DEMO_OWNER_EMAIL, DEMO_POLICY_KEY } from '@portcullis/standalone';
 import { apiFromPage, launchChromium, openPage, signInThroughPage, startProduct, unexpectedConsoleErrors, type RunningProduct } from '../support/browser.ts';
 import { connectMcp } from '../support/mcp-client.ts';
+import { latestMailTo } from '../support/dashboard-session.ts';
+import { apiClient, signInThroughOutbox } from '../support/api-client.ts';
 
 /**
  * Issue 18, the console pages: the home overview, the audit explorer, invites and approvals,
@@ -13,6 +15,8 @@ import { connectMcp } from '../support/mcp-client.ts';
 
 type OpenedPage = Awaited<ReturnType<typeof openPage>>;
 
+const JOINER = 'console-joiner@example.com';
+const REVOKED = 'console-revoked@example.com';
 const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -33,8 +37,13 @@ async function horizontalOverflow(page: Page): Promise<{ by: number; culprits: s
   return page.evaluate(() => {
     const root = document.scrollingElement!;
     const by = root.scrollWidth - root.clientWidth;
+    /** Inside a box that clips or scrolls sideways, sticking out is that box's business. */
+    const clipped = (el: Element) => {
+      for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) if (getComputedStyle(up).overflowX !== 'visible') return true;
+      return false;
+    };
     const culprits = by <= 0 ? [] : [...document.querySelectorAll('body *')]
-      .filter((el) => el.getBoundingClientRect().right > root.clientWidth + 1)
+      .filter((el) => el.getBoundingClientRect().right > root.clientWidth + 1 && !clipped(el))
       .slice(0, 8).map((el) => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')} → ${Math.round(el.getBoundingClientRect().right)}`);
     return { by, culprits };
   });
@@ -172,11 +181,98 @@ describe('the operations console in a real browser: overview, audit explorer, in
     expect(unexpectedConsoleErrors(consoleErrors)).toEqual([]);
   });
 
+  it('open invites are listed, resent and revoked; a pending member shows a badge and is approved in one click', async () => {
+    const { page, screenshot, consoleErrors } = owner;
+    await page.setViewportSize(SIZES.desktop);
+    await page.goto(`/agents/${agentId}/members`);
+    const send = async (email: string) => {
+      await page.getByLabel('E-mail address to invite').fill(email);
+      await page.getByRole('button', { name: 'Send invite' }).click();
+      await page.getByText(`We e-mailed an invite to ${email}`).waitFor();
+    };
+    await send(JOINER);
+    await send(REVOKED);
+    const invites = page.getByRole('table', { name: 'Open invites' });
+    await invites.getByRole('row', { name: new RegExp(JOINER) }).waitFor();
+    await invites.getByRole('row', { name: new RegExp(REVOKED) }).waitFor();
+    await screenshot('console-members-invites');
+
+    // Resend: a fresh link by mail; the old one stops working.
+    const firstLink = latestMailTo(product.outboxDir, JOINER).link;
+    await page.getByRole('button', { name: `Resend the invite to ${JOINER}` }).click();
+    await page.getByText(`A new link was e-mailed to ${JOINER}`).waitFor();
+    const secondLink = latestMailTo(product.outboxDir, JOINER).link;
+    expect(secondLink).not.toBe(firstLink);
+    await expect(page.getByTestId('copy-value').last().textContent()).resolves.toBe(secondLink);
+
+    // Revoke, after the confirm dialog: the row goes, and the API no longer lists it.
+    await page.getByRole('button', { name: `Revoke the invite for ${REVOKED}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke invite' }).click();
+    await page.getByText(`The invite for ${REVOKED} was revoked.`).waitFor();
+    await expect.poll(() => invites.getByRole('row', { name: new RegExp(REVOKED) }).count()).toBe(0);
+    const listed = (await apiFromPage(page, 'GET', `/api/agents/${agentId}/invites`)).body.invites as Array<{ email: string }>;
+    expect(listed.map((i) => i.email)).toEqual([JOINER]);
+
+    // The joiner uses the resent link; the old one no longer works.
+    const joiner = apiClient(product.baseUrl);
+    await signInThroughOutbox(joiner, product.outboxDir, JOINER);
+    const tokenOf = (link: string) => new URL(link).searchParams.get('token')!;
+    expect((await joiner.call('POST', `/api/agents/${agentId}/join`, { token: tokenOf(firstLink) })).status).toBeGreaterThanOrEqual(400);
+    expect((await joiner.call('POST', `/api/agents/${agentId}/join`, { token: tokenOf(secondLink) })).status).toBe(200);
+
+    // The overview counts the pending request; the members page shows a badge and approves in one click.
+    await page.goto('/');
+    await expect.poll(() => page.getByTestId('overview-pending').textContent()).toBe('1');
+    await expect(page.getByTestId('pending-approvals').textContent()).resolves.toContain(JOINER);
+    await page.goto(`/agents/${agentId}/members`);
+    await expect(page.getByTestId('pending-badge').textContent()).resolves.toBe('1 pending');
+    await expect.poll(() => invites.getByRole('row', { name: new RegExp(JOINER) }).count()).toBe(0);
+    await screenshot('console-members-pending');
+    await page.getByRole('button', { name: `Approve ${JOINER}` }).click();
+    await page.getByText(`${JOINER} approved.`).waitFor();
+    await expect.poll(() => page.getByTestId('pending-badge').count()).toBe(0);
+    expect(unexpectedConsoleErrors(consoleErrors, '40[03]')).toEqual([]);
+    consoleErrors.splice(0);
+  });
+
+  it('simulation samples show time, member, tool and both verdicts, with a link to the entry in the audit log', async () => {
+    const { page, screenshot, consoleErrors } = owner;
+    await page.setViewportSize(SIZES.desktop);
+    await page.goto(`/agents/${agentId}/policies/new`);
+    await page.locator('input[name="name"]').fill('No get_me');
+    await expect.poll(() => page.locator('select[name="service"]').inputValue()).toBe('github');
+    await page.locator('input[name="tool"][value="get_me"]').check();
+    await expect.poll(() => page.getByTestId('preview-state').textContent(), { timeout: 10_000 }).toBe('Compiles');
+    await page.getByRole('button', { name: 'Run simulation' }).click();
+    await page.getByTestId('sim-evaluated').waitFor();
+    expect(Number(await page.getByTestId('sim-allow-to-deny').textContent())).toBe(calls.allowed / 2);
+    const samples = page.getByRole('table', { name: 'Changed calls' });
+    const first = samples.locator('tbody tr').first();
+    const cells = await first.locator('td').allTextContents();
+    expect(cells[0]).toMatch(/\d{2}:\d{2}/);
+    expect(cells[1]).toBe(DEMO_OWNER_EMAIL);
+    expect(cells[2]).toBe('github__get_me');
+    expect(cells[3]).toMatch(/ALLOW\s*→\s*DENY/);
+    await screenshot('console-simulation-samples');
+
+    // The link opens the audit log at that entry, its details shown.
+    const entryId = (await first.getAttribute('data-entry-id'))!;
+    const href = (await first.getByRole('link').getAttribute('href'))!;
+    expect(href).toContain(`entry=${entryId}`);
+    await page.goto(href);
+    const row = page.locator(`tr.entry[data-entry-id="${entryId}"]`);
+    await row.waitFor();
+    await expect(page.locator('tr.details').textContent()).resolves.toContain(entryId);
+    expect(await page.locator('tr.entry').count()).toBe(1);
+    expect(unexpectedConsoleErrors(consoleErrors)).toEqual([]);
+  });
+
   for (const [size, viewport] of Object.entries(SIZES)) {
     it(`the console pages at ${size} (${viewport.width}×${viewport.height}): no sideways scroll, axe clean, screenshots`, async () => {
       const { page, screenshot, consoleErrors } = owner;
       await page.setViewportSize(viewport);
       const pages: Array<[string, string, () => Promise<void>]> = [
+        ['members', `/agents/${agentId}/members`, async () => { await page.getByRole('table', { name: 'Members' }).waitFor(); }],
         ['overview', '/', async () => { await page.getByTestId('overview-series').waitFor(); }],
         ['audit', '/audit', async () => { await page.locator('tr.entry').first().waitFor(); await page.getByTestId('audit-histogram').waitFor(); }],
         ['audit-deny', '/audit?result=DENY&range=24h', async () => { await page.locator('tr.entry').first().waitFor(); }],
@@ -184,9 +280,9 @@ describe('the operations console in a real browser: overview, audit explorer, in
       for (const [name, path, ready] of pages) {
         await page.goto(path);
         await ready();
+        await screenshot(`console-${name}-${size}`);
         expect(await horizontalOverflow(page), `${path} scrolls sideways at ${size}`).toEqual({ by: 0, culprits: [] });
         expect(await axeViolations(page), `${path} at ${size}`).toEqual([]);
-        await screenshot(`console-${name}-${size}`);
       }
       if (size === 'phone') {
         await page.goto('/audit');

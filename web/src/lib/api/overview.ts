@@ -3,17 +3,17 @@
  * computed by the audit service over the caller's visible agents), and the option lists of the
  * audit explorer's dropdowns. Every call throws `ApiError` on a non-2xx answer.
  */
-import { api } from './client.ts';
-import { filterParams, type AuditFilters } from './audit.ts';
-import { listAgents } from './agents.ts';
+import { call, http, query, type Answer } from './client.ts';
+import type { AuditFilters } from './audit.ts';
+import { connectorsMeta, listAgents } from './agents.ts';
 import { policiesApi } from './policies.ts';
-import type { Agent, ConnectorsMeta } from './types.ts';
+import type { Agent } from './types.ts';
 
 /** One time bucket of a series, as the page draws it: `[start, end)` with its calls split by decision. */
 export interface SeriesBucket { start: string; end: string; calls: number; allowed: number; denied: number }
 
 /** A series as the API answers it: every bucket of the range, oldest first, empty ones included. */
-interface WireSeries { bucketSeconds: number; buckets: Array<{ start: string; calls: number; denies: number }> }
+type WireSeries = Answer<'/api/audit/histogram'>;
 
 /** The wire buckets with their ends and allowed counts. */
 function seriesOf(wire: WireSeries): SeriesBucket[] {
@@ -23,33 +23,23 @@ function seriesOf(wire: WireSeries): SeriesBucket[] {
   }));
 }
 
-/** GET /api/audit/histogram: the entries matching the filters, counted per time bucket. */
+/** GET /api/audit/histogram: the entries GET /api/audit lists for the filters, per time bucket. */
 export interface AuditHistogram { buckets: SeriesBucket[]; bucketSeconds: number }
 
 export async function auditHistogram(filters: AuditFilters): Promise<AuditHistogram> {
-  const wire = await api.get<WireSeries>('/api/audit/histogram', Object.fromEntries(filterParams(filters)));
+  const wire = await call(http.GET('/api/audit/histogram', { params: { query: query(filters) } }));
   return { buckets: seriesOf(wire), bucketSeconds: wire.bucketSeconds };
 }
 
+type WireOverview = Answer<'/api/dashboard/overview'>;
 /** A request to join an agent the caller owns, waiting for approval. */
-export interface PendingApproval { agentId: string; agentName: string; memberId: string; email: string; requestedAt: string }
+export type PendingApproval = WireOverview['pendingApprovals']['members'][number];
 
-/** GET /api/dashboard/overview: the home page's figures for one range (decision 037). */
-export interface Overview {
-  bucketSeconds: number;
-  series: SeriesBucket[];
-  totals: { calls: number; denies: number };
-  topDeniedTools: Array<{ service: string; tool: string; denies: number }>;
-  topDeniedPolicies: Array<{ policyId: string; policyKey: string; name: string; agentId: string; agentName: string; denies: number }>;
-  memberDenyRates: Array<{ memberId: string; memberName: string; calls: number; denies: number; denyRate: number }>;
-  agentsWithErrors: Array<{ agentId: string; agentName: string; errors: number; lastErrorAt: string }>;
-  pendingApprovals: { total: number; members: PendingApproval[] };
-}
-
-type WireOverview = Omit<Overview, 'series' | 'bucketSeconds'> & { series: WireSeries };
+/** GET /api/dashboard/overview: the home page's figures for one range (decision 037), the series with bucket ends. */
+export type Overview = Omit<WireOverview, 'series'> & { series: SeriesBucket[]; bucketSeconds: number };
 
 export async function getOverview(range: { from?: string; to?: string }): Promise<Overview> {
-  const wire = await api.get<WireOverview>('/api/dashboard/overview', range);
+  const wire = await call(http.GET('/api/dashboard/overview', { params: { query: query(range) } }));
   return { ...wire, series: seriesOf(wire.series), bucketSeconds: wire.series.bucketSeconds };
 }
 
@@ -68,7 +58,7 @@ export async function agentOptions(): Promise<Agent[]> {
 }
 
 export async function serviceOptions(): Promise<FilterOption[]> {
-  const { connectors } = await api.get<ConnectorsMeta>('/api/connectors/meta');
+  const { connectors } = await connectorsMeta();
   return connectors.map((c) => ({ value: c.key, label: c.label })).sort((a, b) => a.label.localeCompare(b.label));
 }
 

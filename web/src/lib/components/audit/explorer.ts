@@ -58,3 +58,17 @@ export type ChipKey = (typeof CHIP_KEYS)[number];
 export const CHIP_LABELS: Record<ChipKey | 'from' | 'to' | 'range', string> = {
   agent: 'Agent', service: 'Service', tool: 'Tool', result: 'Decision', member: 'Member', policy: 'Policy', from: 'From', to: 'To', range: 'Last',
 };
+
+/**
+ * The audit log at one entry: its own millisecond (and member and tool, when known), with
+ * `entry=<id>` for the explorer to open that row. Without a time, the member's entries.
+ */
+export function entryHref(entry: { entryId: string; timestamp?: string; memberId?: string; tool?: string; service?: string }): string {
+  const params = new URLSearchParams();
+  if (entry.timestamp) { params.set('from', entry.timestamp); params.set('to', entry.timestamp); }
+  if (entry.service) params.set('service', entry.service);
+  if (entry.tool) params.set('tool', entry.tool);
+  if (entry.memberId) params.set('member', entry.memberId);
+  params.set('entry', entry.entryId);
+  return `/audit?${params}`;
+}

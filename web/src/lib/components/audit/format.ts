@@ -1,19 +1,15 @@
 import type { AuditEntry } from '$lib/api/types.ts';
+import { formatDateTime } from '$lib/datetime.svelte.ts';
 
-const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
-const compact = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
-
-/** A timestamp in the reader's locale and time zone; `—` when absent. */
+/** A timestamp by the dashboard's one formatter (local or UTC per the header toggle), seconds kept; `—` when absent. */
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
-  const at = new Date(iso);
-  return Number.isNaN(at.getTime()) ? iso : dateTime.format(at);
+  return formatDateTime(iso, 'seconds') || iso;
 }
 
-/** A timestamp for dense tables: no year, seconds kept. */
+/** A timestamp for dense tables: no year (unless another one), seconds kept. */
 export function formatCompactTime(iso: string): string {
-  const at = new Date(iso);
-  return Number.isNaN(at.getTime()) ? iso : compact.format(at);
+  return formatDateTime(iso, 'seconds') || iso;
 }
 
 /** `GithubMCP::Repository::"acme/api"` → `acme/api`: the part a reader scans for (the full text stays in the details). */

@@ -1,4 +1,5 @@
 // Small helpers of the console's charts: axis tops and bucket labels.
+import { formatDateTime, timePrefs } from '$lib/datetime.svelte.ts';
 
 /** A round top for a y axis: 1, 2, 5 × 10ⁿ, at least 4. */
 export function niceMax(n: number): number {
@@ -9,19 +10,17 @@ export function niceMax(n: number): number {
 }
 
 const DAY = 86_400_000;
-const timeOnly = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
-const dayOnly = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
-const dayTime = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 
 /**
- * A bucket's start as an axis label: the time of day when the chart spans up to two days, the
- * day otherwise; `full` (tooltips, tables) always says both.
+ * A bucket's start as an axis label, by the dashboard's one formatter (local or UTC): the time
+ * of day when the chart spans up to two days, the day otherwise; `full` (tooltips, tables)
+ * always says both.
  */
 export function bucketLabel(iso: string, spanMs: number, full = false): string {
-  const at = new Date(iso);
-  if (Number.isNaN(at.getTime())) return iso;
-  if (full) return dayTime.format(at);
-  return spanMs <= 2 * DAY ? timeOnly.format(at) : dayOnly.format(at);
+  if (full) return formatDateTime(iso) || iso;
+  const text = formatDateTime(iso, spanMs <= 2 * DAY ? 'time' : 'date', timePrefs.utc) || iso;
+  // The axis has no room for seconds or the zone: the legend's table says them.
+  return spanMs <= 2 * DAY ? text.replace(/:\d{2}(?= UTC|$)/, '').replace(' UTC', '') : text;
 }
 
 /** `12.5 %` — a share for tables, `—` when there is nothing to divide. */
