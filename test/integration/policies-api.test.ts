@@ -172,6 +172,28 @@ describe('preview and simulate', () => {
   });
 });
 
+describe('simulation samples (issue 18, item 8)', () => {
+  it('carry each changed entry\'s time, member and tool besides its id and verdicts', async () => {
+    const agentId = await roles.agentWithMembers({ name: 'Sampled' });
+    const memberOfAgent = (await h.db.select().from(schema.members).where(eq(schema.members.agentId, agentId))).find((m) => m.email === roles.email.member)!;
+    const timestamp = new Date(Date.now() - 60 * 60_000).toISOString();
+    const entry: AuditEntry = {
+      id: randomUUID(), timestamp, agentId, agentName: 'Sampled', memberId: memberOfAgent.id, memberName: roles.email.member, memberKeyId: randomUUID(),
+      service: 'github', tool: 'delete_repository', action: 'GithubMCP::Action::"delete_repository"', resource: 'GithubMCP::Service::"github"',
+      callerIp: '127.0.0.1', toolArgs: {}, decision: 'ALLOW', reason: 'No forbid policy matched', matchedPolicyIds: [], matchedPolicyNames: [],
+      policyVersionIds: [], policyDbIds: [], durationMs: 1, principal: `Portcullis::Member::"${memberOfAgent.id}"`,
+    };
+    await audit.store.insert([entry]);
+    const res = await h.request({ method: 'POST', url: `/api/agents/${agentId}/policies/simulate`, payload: { draft: body() }, cookie: owner });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ evaluated: 1, allowToDeny: 1 });
+    expect((res.json() as { samples: unknown[] }).samples).toEqual([{
+      entryId: entry.id, before: 'ALLOW', after: 'DENY', reason: 'Ask an admin',
+      timestamp, memberId: memberOfAgent.id, memberName: roles.email.member, service: 'github', tool: 'delete_repository',
+    }]);
+  });
+});
+
 describe('trigger counts from the audit service', () => {
   it('lists each policy\'s triggerCount and lastTriggered, one audit call per page', async () => {
     const agentId = await roles.agentWithMembers({ name: 'Triggers' });

@@ -20,7 +20,7 @@ type Decision = 'ALLOW' | 'DENY';
 
 interface SimulateResponse {
   evaluated: number; unchanged: number; allowToDeny: number; denyToAllow: number; skipped: number; from: string; to: string;
-  samples: Array<{ entryId: string; before: Decision; after: Decision; reason: string }>;
+  samples: Array<{ entryId: string; before: Decision; after: Decision; reason: string; timestamp: string; memberId: string; memberName: string; service: string; tool: string }>;
 }
 
 const NOW = Date.now();
@@ -137,6 +137,11 @@ describe('Simulate over the real audit service', () => {
     const changedNewestFirst = newestFirst(replayable(recent())).filter((e) => before(e) === 'ALLOW' && e.tool === 'issue_write');
     expect(result.samples.map((s) => s.entryId)).toEqual(changedNewestFirst.slice(0, 20).map((e) => e.id));
     expect(result.samples[0]).toMatchObject({ before: 'ALLOW', after: 'DENY', reason: 'Issue writes are off' });
+    // Each sample carries its entry's time, member and tool (issue 18, item 8).
+    for (const [i, sample] of result.samples.entries()) {
+      const e = changedNewestFirst[i]!;
+      expect(sample).toMatchObject({ timestamp: e.timestamp, memberId: e.memberId, memberName: e.memberName, service: e.service, tool: e.tool });
+    }
   });
 
   it('simulates a draft saved disabled as if it were on (a disabled draft would change nothing)', async () => {

@@ -13,7 +13,8 @@ export interface SimulateResponse {
   unchanged: number;
   allowToDeny: number;
   denyToAllow: number;
-  samples: Array<{ entryId: string; before: string; after: string; reason: string }>;
+  /** The entry's time, member and tool came later (issue 18): empty from a PDP that predates them. */
+  samples: Array<{ entryId: string; before: string; after: string; reason: string; timestamp?: string; memberId?: string; memberName?: string; service?: string; tool?: string }>;
   /** Entries read but not replayed; the window actually read. Absent from PDPs that predate them. */
   skipped?: number;
   from?: string;

@@ -109,7 +109,10 @@ describe('replay', () => {
       const result = await replay(calls, before, after);
       expect(result).toMatchObject({ evaluated: 45, unchanged: 10, allowToDeny: 30, denyToAllow: 5 });
       expect(result.samples).toHaveLength(20);
-      expect(result.samples[0]).toEqual({ entryId: 'e-087', before: 'ALLOW', after: 'DENY', reason: 'No get_me' });
+      expect(result.samples[0]).toEqual({
+        entryId: 'e-087', before: 'ALLOW', after: 'DENY', reason: 'No get_me',
+        timestamp: new Date(NOW + 87 * 60_000).toISOString(), memberId: member.id, memberName: member.email, service: 'github', tool: 'get_me',
+      });
       expect(result.samples.map((s) => s.entryId)).toEqual([...result.samples.map((s) => s.entryId)].sort().reverse());
     } finally {
       before.release();
@@ -196,7 +199,10 @@ describe('simulate against Postgres', () => {
     expect(asked).toEqual({ agentId, from: new Date(NOW - 7 * 86_400_000), to: new Date(NOW), limit: 3 });
     expect(result).toEqual({
       evaluated: 2, unchanged: 1, allowToDeny: 1, denyToAllow: 0, skipped: 1,
-      samples: [{ entryId: 'e-0', before: 'ALLOW', after: 'DENY', reason: 'Denied by policy "D"' }],
+      samples: [{
+        entryId: 'e-0', before: 'ALLOW', after: 'DENY', reason: 'Denied by policy "D"',
+        timestamp: new Date(NOW - 60_000).toISOString(), memberId, memberName: 'm', service: 'github', tool: 'get_me',
+      }],
       from: new Date(NOW - 7 * 86_400_000).toISOString(), to: new Date(NOW).toISOString(),
     });
   });

@@ -39,6 +39,20 @@ export interface SimulationSample {
   after: ReplayVerdict['decision'];
   /** The reason of the `after` verdict. */
   reason: string;
+  /** The entry's time, ISO 8601. */
+  timestamp: string;
+  memberId: string;
+  /** As the entry recorded it (else the member's current e-mail). */
+  memberName: string;
+  service: string;
+  tool: string;
+}
+
+/** An entry to replay: its id, the member name it recorded, and the call. */
+export interface ReplayInput {
+  entryId: string;
+  memberName?: string;
+  call: ReplayCall;
 }
 
 /** `SimulateResponse`. `evaluated = unchanged + allowToDeny + denyToAllow`. */
@@ -101,10 +115,10 @@ export async function simulate(deps: SimulationDeps, input: SimulateInput): Prom
   const entries = await deps.audit.recentEntries({ agentId: plan.agentId, from: plan.from, to: plan.to, limit: plan.limit });
   const decisions = entries.filter(isPolicyDecision);
   const members = await deps.store.loadMembers(plan.agentId, decisions.map((e) => e.memberId));
-  const calls: Array<{ entryId: string; call: ReplayCall }> = [];
+  const calls: ReplayInput[] = [];
   for (const entry of decisions) {
     const call = replayCallOf(entry, members);
-    if (call) calls.push({ entryId: entry.id, call });
+    if (call) calls.push({ entryId: entry.id, memberName: entry.memberName, call });
   }
 
   const before = prepareScenario(snapshot, current, 'before');
@@ -208,12 +222,12 @@ export function recordsWithDraft(current: readonly StoredPolicyRecord[], draft: 
  * Judges every call twice, oldest first (so each scenario sees a session's calls in the
  * order they happened), and counts the changes. Samples are the newest changed entries.
  */
-export async function replay(calls: ReadonlyArray<{ entryId: string; call: ReplayCall }>, before: ReplayScenario, after: ReplayScenario): Promise<Omit<SimulationResult, 'skipped' | 'from' | 'to'>> {
+export async function replay(calls: readonly ReplayInput[], before: ReplayScenario, after: ReplayScenario): Promise<Omit<SimulationResult, 'skipped' | 'from' | 'to'>> {
   const ordered = [...calls].sort((a, b) => a.call.nowMs - b.call.nowMs || (a.entryId < b.entryId ? -1 : a.entryId > b.entryId ? 1 : 0));
   let unchanged = 0, allowToDeny = 0, denyToAllow = 0;
   const changed: SimulationSample[] = [];
   let sliceStarted = performance.now();
-  for (const { entryId, call } of ordered) {
+  for (const { entryId, memberName, call } of ordered) {
     if (performance.now() - sliceStarted >= SLICE_MS) {
       await new Promise((resolve) => setImmediate(resolve));
       sliceStarted = performance.now();
@@ -226,7 +240,10 @@ export async function replay(calls: ReadonlyArray<{ entryId: string; call: Repla
     }
     if (now.decision === 'DENY') allowToDeny++;
     else denyToAllow++;
-    changed.push({ entryId, before: was.decision, after: now.decision, reason: now.reason });
+    changed.push({
+      entryId, before: was.decision, after: now.decision, reason: now.reason,
+      timestamp: new Date(call.nowMs).toISOString(), memberId: call.member.id, memberName: memberName || call.member.email, service: call.service, tool: call.tool,
+    });
   }
   return { evaluated: ordered.length, unchanged, allowToDeny, denyToAllow, samples: changed.slice(-MAX_SAMPLES).reverse() };
 }

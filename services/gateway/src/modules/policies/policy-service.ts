@@ -323,7 +323,10 @@ export function createPolicyService(deps: PolicyServiceDeps) {
           unchanged: Number(result.unchanged),
           allowToDeny: Number(result.allowToDeny),
           denyToAllow: Number(result.denyToAllow),
-          samples: (result.samples ?? []).map((s) => ({ entryId: s.entryId, before: s.before, after: s.after, reason: s.reason })),
+          samples: (result.samples ?? []).map((s) => ({
+            entryId: s.entryId, before: s.before, after: s.after, reason: s.reason,
+            timestamp: s.timestamp ?? '', memberId: s.memberId ?? '', memberName: s.memberName ?? '', service: s.service ?? '', tool: s.tool ?? '',
+          })),
           ...(result.skipped !== undefined ? { skipped: Number(result.skipped) } : {}),
           ...(result.from ? { from: result.from } : {}),
           ...(result.to ? { to: result.to } : {}),
