@@ -154,15 +154,15 @@ describe('refusals before anything is compiled or stored', () => {
     ['a regex too large to run cheaply', { ...validBody, conditions: { args: [{ path: 'owner', op: 'regex', pattern: '[a-z]{1000}' }] } }, 'conditions.args.0.pattern'],
     ['bad time zone', { ...validBody, conditions: { timeWindow: { days: ['mon'], start: '09:00', end: '17:00', timeZone: 'Mars/Olympus' } } }, 'conditions.timeWindow.timeZone'],
     ['malformed time', { ...validBody, conditions: { timeWindow: { days: ['mon'], start: '9am', end: '17:00', timeZone: 'UTC' } } }, 'conditions.timeWindow.start'],
-    // Unknown keys: the shared validation names the object holding them, the message names the key.
-    ['unknown condition', { ...validBody, conditions: { moonPhase: 'full' } }, 'conditions'],
-    ['unknown field', { ...validBody, priority: 1 }, 'body'],
+    // Unknown keys: the shared validation names each key with its path (decision 039).
+    ['unknown condition', { ...validBody, conditions: { moonPhase: 'full' } }, 'conditions.moonPhase'],
+    ['unknown field', { ...validBody, priority: 1 }, 'priority'],
   ])('%s → 400 naming %2$s, nothing changed', async (_label, payload, field) => {
     const before = await stateOf(agentId);
     const res = await h.request({ method: 'POST', url: `/api/agents/${agentId}/policies`, payload, cookie: owner });
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json()).toMatchObject({ error: { code: 'invalid_request', details: { field: expect.stringContaining(field) } } });
-    if (field === 'conditions' || field === 'body') expect(res.json().error.message).toMatch(/moonPhase|priority/);
+    if (field === 'conditions.moonPhase' || field === 'priority') expect(res.json().error.message).toMatch(/^Unknown field\(s\) in body: (conditions\.moonPhase|priority)$/);
     if (payload.conditions && JSON.stringify(payload.conditions).includes('regex')) expect(res.json().error.message).toMatch(/RE2|too complex/);
     const seeded = (await h.db.select().from(schema.policies).where(eq(schema.policies.agentId, agentId)))[0]!;
     const put = await h.request({ method: 'PUT', url: `/api/agents/${agentId}/policies/${seeded.id}`, payload, cookie: owner });
