@@ -37,7 +37,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
   it('the owner sees an empty list, creates an agent and lands on its overview', async () => {
     const { page, screenshot, consoleErrors } = owner;
     await signInThroughPage(page, product.outboxDir, OWNER);
-    await page.waitForURL(/\/agents$/);
+    await page.goto('/agents'); // sign-in lands on the home overview
     await page.getByText('You have no agents yet').waitFor();
     await screenshot('agents-empty');
 

@@ -14,7 +14,7 @@ describe('dashboard sign-in in a real browser (single process, built dashboard)'
     await product?.stop();
   });
 
-  it('a wrong code shows the API\'s message; the right one signs in and lands on the agents page', async () => {
+  it('a wrong code shows the API\'s message; the right one signs in and lands on the home overview', async () => {
     const { page, consoleErrors, screenshot, context } = await openPage(browser, product.baseUrl);
     await page.goto('/agents');
     await page.waitForURL(/\/sign-in\?next=%2Fagents/);
@@ -27,7 +27,7 @@ describe('dashboard sign-in in a real browser (single process, built dashboard)'
     const wrongCodeErrors = consoleErrors.splice(0); // the browser logs the 4xx itself
 
     await signInThroughPage(page, product.outboxDir, 'browser-owner@example.com');
-    await page.waitForURL(/\/agents/);
+    await page.waitForURL((url) => url.pathname === '/');
     await page.locator('header .who', { hasText: 'browser-owner@example.com' }).waitFor();
     await screenshot('signed-in');
     expect(unexpectedConsoleErrors(wrongCodeErrors, '40[01]')).toEqual([]);
@@ -56,7 +56,7 @@ describe('dashboard sign-in in a real browser (single process, built dashboard)'
 
     // The browser that asked: the link signs it in.
     await asker.page.goto(linkPath);
-    await asker.page.waitForURL(/\/agents/);
+    await asker.page.waitForURL((url) => url.pathname === '/');
     await asker.page.locator('header .who', { hasText: 'link-owner@example.com' }).waitFor();
     expect(asker.consoleErrors).toEqual([]);
     await other.context.close();
