@@ -92,6 +92,8 @@ describe('GET /api/audit/histogram', () => {
     '', `from=${at(0)}&to=${at(24 * 60)}`, 'from=2026-10-20&to=2026-10-20', `from=${at(600)}`, `to=${at(600)}`,
     'result=DENY', 'result=ALLOW', 'service=slack', 'tool=DELETE', 'agent=trusted', `policy=${P_SUPPORT}`, `policy=${P_TRUSTED}`,
     'member=nobody', 'service=nope',
+    // Injection strings are bound values: they match nothing, like in the list.
+    `agent=${encodeURIComponent("' OR 1=1 --")}`, `member=${encodeURIComponent("x' OR 1=1; DROP TABLE audit_entries; --")}`, 'tool=%25&agent=_',
   ];
   it.each(filters.flatMap((q) => (['owner', 'member', 'outsider'] as const).map((actor) => [q, actor] as const)))(
     'adds up to GET /api/audit\'s total for the same filters and caller: "%s" as %s', async (query, actor) => {
