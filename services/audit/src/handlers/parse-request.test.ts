@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditFilterMsg, ExportRequest, QueryRequest } from '@portcullis/core';
-import { InvalidArgumentError, parseExportRequest, parseFilter, parseInstant, parseQueryRequest, parsePolicyTriggersRequest, parseStatsRequest, POLICY_TRIGGERS_MAX_IDS } from './parse-request.ts';
+import {
+  InvalidArgumentError, OVERVIEW_TOP_DEFAULT, OVERVIEW_TOP_MAX, parseExportRequest, parseFilter, parseHistogramRequest, parseInstant, parseOverviewRequest, parseQueryRequest,
+  parsePolicyTriggersRequest, parseStatsRequest, POLICY_TRIGGERS_MAX_IDS,
+} from './parse-request.ts';
 
 const emptyFilter: AuditFilterMsg = { agentIds: ['a1'], from: '', to: '', agent: '', service: '', tool: '', result: '', member: '', policy: '' };
 const query = (over: Partial<QueryRequest> & { filter?: Partial<AuditFilterMsg> } = {}): QueryRequest =>
@@ -132,5 +135,32 @@ describe('parsePolicyTriggersRequest', () => {
     expect(() => parsePolicyTriggersRequest({ agentId: '', policyDbIds: ['p1'] })).toThrow(InvalidArgumentError);
     expect(() => parsePolicyTriggersRequest({ agentId: 'a1', policyDbIds: [''] })).toThrow(InvalidArgumentError);
     expect(() => parsePolicyTriggersRequest({ agentId: 'a1', policyDbIds: Array.from({ length: POLICY_TRIGGERS_MAX_IDS + 1 }, (_, i) => `p${i}`) })).toThrow(/at most/);
+  });
+});
+
+describe('parseHistogramRequest', () => {
+  it('reads Query\'s filter, and a policy filter leaves out the agents whose policies are hidden, as Query does', () => {
+    const filter = { ...emptyFilter, agentIds: ['a1', 'a2'], policy: 'p1' };
+    expect(parseHistogramRequest({ filter, redactPolicyAgentIds: ['a2'] })).toEqual(parseQueryRequest({ filter, limit: 0, offset: 0, redactPolicyAgentIds: ['a2'] }).filter);
+    expect(parseHistogramRequest({ filter, redactPolicyAgentIds: ['a2'] }).agentIds).toEqual(['a1']);
+    expect(parseHistogramRequest({ filter: { ...filter, policy: '' }, redactPolicyAgentIds: ['a2'] }).agentIds).toEqual(['a1', 'a2']);
+    expect(() => parseHistogramRequest({ filter: { ...emptyFilter, from: '2026-10-02', to: '2026-10-01' } })).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('parseOverviewRequest', () => {
+  const overview = (over: Record<string, unknown> = {}) => parseOverviewRequest({ agentIds: ['a1', 'a2'], from: '', to: '', ...over });
+  it('reads the agents and range like Stats, the agents whose policies it may name, and rows per list', () => {
+    expect(overview({ redactPolicyAgentIds: ['a2'] })).toEqual({ agentIds: ['a1', 'a2'], from: undefined, to: undefined, policyAgentIds: ['a1'], top: OVERVIEW_TOP_DEFAULT });
+    expect(overview({ top: 3, from: '2026-10-01' })).toMatchObject({ top: 3, from: new Date('2026-10-01T00:00:00.000Z'), policyAgentIds: ['a1', 'a2'] });
+  });
+  it.each([
+    ['top above the maximum', { top: OVERVIEW_TOP_MAX + 1 }, /top/],
+    ['a negative top', { top: -1 }, /top/],
+    ['from after to', { from: '2026-10-02', to: '2026-10-01' }, /after/],
+    ['a bad date', { to: 'soon' }, /to must be/],
+    ['an empty redacted id', { redactPolicyAgentIds: [''] }, /redact_policy_agent_ids/],
+  ])('refuses %s', (_label, over, message) => {
+    expect(() => overview(over)).toThrow(message);
   });
 });
