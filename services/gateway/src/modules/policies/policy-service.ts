@@ -84,6 +84,11 @@ function toView(row: PolicyRow, version: number | null, triggers: Triggers): Pol
  * not compile is never stored), committed with its version and the agent's `policy_version`
  * bump in one transaction, then announced as `policy.changed`.
  */
+/** POST …/policies/simulate's answer: the PDP's, each sample with its entry's time, member and tool (decision 039). */
+export interface SimulationView extends Omit<SimulateResponse, 'samples'> {
+  samples: Array<{ entryId: string; before: string; after: string; reason: string; timestamp: string; memberId: string; memberName: string; service: string; tool: string }>;
+}
+
 export function createPolicyService(deps: PolicyServiceDeps) {
   const repo = createPolicyRepo(deps.db);
 
@@ -300,7 +305,7 @@ export function createPolicyService(deps: PolicyServiceDeps) {
     },
 
     /** Replays the agent's recent audit traffic against a draft (the PDP's Simulate). */
-    async simulate(agentId: string, user: SignedIn, input: SimulateInput): Promise<SimulateResponse> {
+    async simulate(agentId: string, user: SignedIn, input: SimulateInput): Promise<SimulationView> {
       await ownerAccess(agentId, user);
       await assertValid(agentId, input.draft, 'draft.');
       let replaced: PolicyRow | undefined;
