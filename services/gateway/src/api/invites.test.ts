@@ -141,6 +141,21 @@ describe('invites and approvals', () => {
     expect(spare.token).toBeTypeOf('string');
   });
 
+  it('the pending badge dates a request reopened after a rejection by its new join', async () => {
+    const agentId = await createAgent('Second try');
+    const kim = await h.signIn('kim@example.com');
+    const first = await join(agentId, kim, (await invite(agentId, 'kim@example.com')).token);
+    const { memberId } = first.json() as { memberId: string };
+    expect((await api('POST', `/api/agents/${agentId}/members/${memberId}/reject`, owner)).statusCode).toBe(200);
+    await h.db.update(schema.members).set({ createdAt: new Date('2026-01-01T00:00:00Z') }).where(eq(schema.members.id, memberId));
+    const before = Date.now();
+    expect((await join(agentId, kim, (await invite(agentId, 'kim@example.com')).token)).statusCode).toBe(200);
+    const badge = (await api('GET', `/api/dashboard/pending-approvals?agentId=${agentId}`, owner)).json() as { total: number; members: Array<{ memberId: string; requestedAt: string }> };
+    expect(badge.total).toBe(1);
+    expect(badge.members[0]!.memberId).toBe(memberId);
+    expect(Date.parse(badge.members[0]!.requestedAt)).toBeGreaterThanOrEqual(before - 1000);
+  });
+
   it('mails every owner when someone joins, and the member when approved; the agent name quoted, never in a subject', async () => {
     const agentId = await createAgent('Ops https://evil.example');
     // A second owner (made so directly: the API has no "make owner").
