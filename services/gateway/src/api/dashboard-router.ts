@@ -49,7 +49,7 @@ const overviewSchema = z.object({
   pendingApprovals: pendingApprovalsSchema,
 });
 
-/** The agent ids of `scope`, or only `agentId` when given: 404 `not_found` for one the caller cannot see. */
+/** `scope`, or its part for `agentId` when given: 404 `not_found` for an agent the caller cannot see (as for one that does not exist). */
 function narrowed(scope: AuditScope, agentId: string | undefined): AuditScope {
   if (agentId === undefined) return scope;
   if (!scope.agentIds.includes(agentId)) throw new ApiError('not_found', 'Agent not found.');
@@ -74,6 +74,8 @@ async function ownedPolicyCount(db: Database, userId: string): Promise<number> {
  * - GET /api/dashboard/member-stats → `{members:[{memberId, memberName, calls, allowed, denied,
  *   lastCallAt}]}`, most calls first; `agentId` narrows to one visible agent (another id is 404
  *   `not_found`, like an agent that does not exist).
+ * - GET /api/dashboard/overview and GET /api/dashboard/pending-approvals: the home overview and
+ *   the pending badge (decision 037).
  */
 export async function dashboardRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: Pick<AuditClient, 'stats' | 'memberStats' | 'overview'> }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
