@@ -284,6 +284,18 @@ describe('the operations console in a real browser: overview, audit explorer, in
         expect(await horizontalOverflow(page), `${path} scrolls sideways at ${size}`).toEqual({ by: 0, culprits: [] });
         expect(await axeViolations(page), `${path} at ${size}`).toEqual([]);
       }
+      // The simulation panel (inside the policy editor): its samples fit, scrolling in their own box.
+      await page.goto(`/agents/${agentId}/policies/new`);
+      await page.locator('input[name="name"]').fill('No get_me');
+      await page.locator('input[name="tool"][value="get_me"]').check();
+      await expect.poll(() => page.getByTestId('preview-state').textContent(), { timeout: 10_000 }).toBe('Compiles');
+      await page.getByRole('button', { name: 'Run simulation' }).click();
+      const samples = page.getByRole('table', { name: 'Changed calls' });
+      await samples.waitFor();
+      await samples.scrollIntoViewIfNeeded();
+      await screenshot(`console-simulation-${size}`);
+      const panel = await page.locator('section.simulate').boundingBox();
+      expect(panel!.x + panel!.width).toBeLessThanOrEqual(viewport.width);
       if (size === 'phone') {
         await page.goto('/audit');
         await page.locator('tr.entry').first().waitFor();
