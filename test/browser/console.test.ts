@@ -233,6 +233,22 @@ describe('the operations console in a real browser: overview, audit explorer, in
     await expect.poll(() => page.getByTestId('pending-badge').count()).toBe(0);
     expect(unexpectedConsoleErrors(consoleErrors, '40[03]')).toEqual([]);
     consoleErrors.splice(0);
+
+    // The approved member's console: the overview and the explorer over what they may see, no errors.
+    const member = await openPage(browser, product.baseUrl);
+    try {
+      await signInThroughPage(member.page, product.outboxDir, JOINER);
+      await member.page.goto('/');
+      await member.page.getByTestId('overview-series').waitFor();
+      await expect(member.page.getByTestId('overview-calls').textContent()).resolves.toBe(String(calls.allowed + calls.denied));
+      await member.page.goto('/audit');
+      await member.page.getByTestId('audit-histogram').waitFor();
+      await member.page.locator('tr.entry').first().waitFor();
+      await member.screenshot('console-audit-member');
+      expect(member.consoleErrors).toEqual([]);
+    } finally {
+      await member.context.close();
+    }
   });
 
   it('simulation samples show time, member, tool and both verdicts, with a link to the entry in the audit log', async () => {
@@ -284,6 +300,18 @@ describe('the operations console in a real browser: overview, audit explorer, in
         expect(await horizontalOverflow(page), `${path} scrolls sideways at ${size}`).toEqual({ by: 0, culprits: [] });
         expect(await axeViolations(page), `${path} at ${size}`).toEqual([]);
       }
+      // Dark mode (the system setting): the same pages, still axe clean (contrast included).
+      if (size === 'desktop') {
+        await page.emulateMedia({ colorScheme: 'dark' });
+        for (const [name, path, ready] of pages.filter(([n]) => n === 'overview' || n === 'audit')) {
+          await page.goto(path);
+          await ready();
+          await screenshot(`console-${name}-dark`);
+          expect(await axeViolations(page), `${path} in dark mode`).toEqual([]);
+        }
+        await page.emulateMedia({ colorScheme: 'light' });
+      }
+
       // The simulation panel (inside the policy editor): its samples fit, scrolling in their own box.
       await page.goto(`/agents/${agentId}/policies/new`);
       await page.locator('input[name="name"]').fill('No get_me');
