@@ -4,11 +4,31 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '@portcullis/sandbox';
 import { createUpstreamPool, UpstreamError, type UpstreamPool } from '../../services/gateway/src/clients/upstream-pool.ts';
+import { MAX_UPSTREAM_ANSWER_BYTES } from '../../services/gateway/src/clients/upstream-session.ts';
 
 const secret = randomBytes(32).toString('base64url');
 
 function identityOf(result: { content: unknown }): string {
   return (JSON.parse((result.content as Array<{ text: string }>)[0]!.text) as { identity: { login: string } }).identity.login;
+}
+
+/** A small MCP upstream of our own: `answer` gives each request's JSON-RPC outcome; notifications get 202. */
+async function startOwnUpstream(answer: (message: { id: number; method: string }) => Record<string, unknown>): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => { body += chunk; });
+    req.on('end', () => {
+      const message = JSON.parse(body) as { id?: number; method: string };
+      if (message.id === undefined) { res.writeHead(202).end(); return; }
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's1' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, ...answer(message as { id: number; method: string }) }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('upstream pool against the sandbox connectors', () => {
@@ -90,30 +110,38 @@ describe('upstream pool against the sandbox connectors', () => {
   it('does not keep a session whose initialize the upstream refused: the next call sets up a new one', async () => {
     // A small MCP server of our own whose first initialize fails (as an upstream still starting would).
     let initializes = 0;
-    const server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk) => { body += chunk; });
-      req.on('end', () => {
-        const message = JSON.parse(body) as { id?: number; method: string };
-        if (message.id === undefined) { res.writeHead(202).end(); return; }
-        const answer = message.method === 'initialize'
-          ? (++initializes === 1
-            ? { error: { code: -32603, message: 'warming up' } }
-            : { result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'flaky', version: '1' } } })
-          : { result: { content: [{ type: 'text', text: 'ok' }] } };
-        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's1' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, ...answer }));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const upstream = await startOwnUpstream((message) => (message.method === 'initialize'
+      ? (++initializes === 1
+        ? { error: { code: -32603, message: 'warming up' } }
+        : { result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'flaky', version: '1' } } })
+      : { result: { content: [{ type: 'text', text: 'ok' }] } }));
     try {
       pool = createUpstreamPool({ timeoutMs: 5_000 });
-      const flaky = { memberId: 'm-f', service: 'github', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, accessToken: 't' };
+      const flaky = { memberId: 'm-f', service: 'github', url: upstream.url, accessToken: 't' };
       await expect(pool.callTool(flaky, 'get_me', {})).rejects.toBeInstanceOf(UpstreamError);
       expect(pool.size).toBe(0);
       expect(await pool.callTool(flaky, 'get_me', {})).toMatchObject({ content: [{ type: 'text', text: 'ok' }] });
       expect(initializes).toBe(2);
     } finally {
-      await new Promise((resolve) => server.close(resolve));
+      await upstream.close();
+    }
+  });
+
+  it('refuses an answer larger than MAX_UPSTREAM_ANSWER_BYTES, and the next call is served', async () => {
+    // A server of our own whose first tools/call answers 1 MiB past the cap.
+    let calls = 0;
+    const upstream = await startOwnUpstream((message) => (message.method === 'initialize'
+      ? { result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'big', version: '1' } } }
+      : { result: { content: [{ type: 'text', text: message.method === 'tools/call' && ++calls === 1 ? 'x'.repeat(MAX_UPSTREAM_ANSWER_BYTES + 1024 * 1024) : 'ok' }] } }));
+    try {
+      pool = createUpstreamPool({ timeoutMs: 10_000 });
+      const big = { memberId: 'm-b', service: 'github', url: upstream.url, accessToken: 't' };
+      const failure = await pool.callTool(big, 'get_me', {}).catch((err: unknown) => err);
+      expect(failure).toMatchObject({ name: 'UpstreamError', kind: 'protocol' });
+      expect((failure as Error).message).toMatch(/answer exceeds \d+ bytes/);
+      expect(await pool.callTool(big, 'get_me', {})).toMatchObject({ content: [{ type: 'text', text: 'ok' }] });
+    } finally {
+      await upstream.close();
     }
   });
 });

@@ -1,4 +1,4 @@
-import { Agent, request, errors as undiciErrors } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import {
   CallToolResultSchema, ErrorCode, LATEST_PROTOCOL_VERSION, McpError, SUPPORTED_PROTOCOL_VERSIONS, type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -25,6 +25,52 @@ export class UpstreamTimeout extends Error {
 const CLIENT_INFO = { name: 'portcullis-gateway', version: '0.1.0' };
 
 interface JsonRpcAnswer { id?: unknown; result?: unknown; error?: { code: number; message: string; data?: unknown } }
+
+/** An upstream answer larger than this is refused: one connector's answer must not fill the gateway's memory. */
+export const MAX_UPSTREAM_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/** The answer is larger than MAX_UPSTREAM_ANSWER_BYTES. */
+export class UpstreamAnswerTooLarge extends Error {
+  override readonly name = 'UpstreamAnswerTooLarge';
+}
+
+interface UpstreamAnswer { status: number; headers: Record<string, string | string[] | undefined>; text: string }
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/**
+ * One POST on a kept-alive socket, the answer collected whole. Spoken through undici's
+ * `dispatch` handler rather than `request()`: no body stream per call, which cost more than
+ * the rest of the call's client side (decision 034).
+ */
+function postOnce(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<UpstreamAnswer> {
+  const { origin, pathname, search } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let answer: Omit<UpstreamAnswer, 'text'> | undefined;
+    const handler: Dispatcher.DispatchHandler = {
+      // Its presence tells undici this handler speaks the new (controller) API.
+      onRequestStart() {},
+      onResponseStart(_controller, status, responseHeaders) {
+        answer = { status, headers: responseHeaders as UpstreamAnswer['headers'] };
+      },
+      onResponseData(controller, chunk) {
+        size += chunk.length;
+        if (size > MAX_UPSTREAM_ANSWER_BYTES) return controller.abort(new UpstreamAnswerTooLarge(`The connector's answer exceeds ${MAX_UPSTREAM_ANSWER_BYTES} bytes.`));
+        chunks.push(chunk);
+      },
+      onResponseEnd() {
+        resolve({ ...answer!, text: chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8') });
+      },
+      onResponseError(_controller, err) {
+        const code = (err as { code?: string }).code;
+        reject(code && TIMEOUT_CODES.has(code) ? new UpstreamTimeout('The connector did not answer in time.', { cause: err }) : err);
+      },
+    };
+    upstreamAgent.dispatch({ origin, path: pathname + search, method: 'POST', headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }, handler);
+  });
+}
 
 /** The JSON-RPC messages of a Streamable HTTP answer: a JSON body, or the `data:` of each SSE event. */
 function messagesOf(contentType: string, text: string): JsonRpcAnswer[] {
@@ -84,7 +130,6 @@ export class UpstreamSession {
   }
 
   private async post(message: Record<string, unknown>, deadline: number, expectAnswer: boolean): Promise<JsonRpcAnswer | undefined> {
-    const remaining = Math.max(1, deadline - Date.now());
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
@@ -94,30 +139,13 @@ export class UpstreamSession {
       headers['mcp-session-id'] = this.sessionId;
       headers['mcp-protocol-version'] = this.protocolVersion;
     }
-    let response;
-    try {
-      response = await request(this.url, {
-        method: 'POST', headers, body: JSON.stringify(message), dispatcher: upstreamAgent,
-        headersTimeout: remaining, bodyTimeout: remaining,
-      });
-    } catch (err) {
-      if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) throw new UpstreamTimeout('The connector did not answer in time.', { cause: err });
-      throw err;
-    }
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (err) {
-      if (err instanceof undiciErrors.BodyTimeoutError) throw new UpstreamTimeout('The connector did not answer in time.', { cause: err });
-      throw err;
-    }
-    if (response.statusCode === 202) return undefined;
-    if (response.statusCode < 200 || response.statusCode >= 300) throw new UpstreamHttpError(response.statusCode);
+    const response = await postOnce(this.url, headers, JSON.stringify(message), Math.max(1, deadline - Date.now()));
+    if (response.status === 202) return undefined;
+    if (response.status < 200 || response.status >= 300) throw new UpstreamHttpError(response.status);
     const sessionHeader = response.headers['mcp-session-id'];
     if (typeof sessionHeader === 'string' && message.method === 'initialize') this.sessionId = sessionHeader;
     if (!expectAnswer) return undefined;
-    const contentType = String(response.headers['content-type'] ?? '');
-    const messages = messagesOf(contentType, text);
+    const messages = messagesOf(String(response.headers['content-type'] ?? ''), response.text);
     return messages.find((m) => m.id === message.id && ('result' in m || 'error' in m));
   }
 }
