@@ -29,6 +29,6 @@ export { openWithSecret, sealWithSecret } from './secret-box.ts';
 export * from './policy-conditions.ts';
 export { LinearPattern, PATTERN_CALL_BUDGET, PATTERN_PROGRAM_MAX, PATTERN_TEXT_MAX, PatternRun, type PatternCompilation } from './patterns.ts';
 export { counter, histogram, LATENCY_BUCKETS, metricsRegistry, startMetricsServer } from './metrics.ts';
-export { contextFromTraceHeaders, currentTraceHeaders, initTracing, shutdownTracing, tracerOf, type TracingOptions } from './tracing.ts';
+export { contextFromTraceHeaders, currentTraceHeaders, initTracing, shutdownTracing, tracerOf, tracingEnabled, type TracingOptions } from './tracing.ts';
 export { addHealthService } from './grpc/health.ts';
 export { toAuditEntryMsg } from './grpc/entry-message.ts';

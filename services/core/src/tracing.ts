@@ -38,6 +38,11 @@ export function initTracing(options: TracingOptions): boolean {
   return true;
 }
 
+/** Whether this process records spans: without a provider every span is a no-op, and hot paths skip making one. */
+export function tracingEnabled(): boolean {
+  return provider !== undefined;
+}
+
 /** Flushes and stops tracing (shutdown, tests). */
 export async function shutdownTracing(): Promise<void> {
   await provider?.shutdown();

@@ -22,12 +22,16 @@ export function startStage(stage: McpStage): () => void {
   return () => stageSeconds.observe({ stage }, (performance.now() - started) / 1000);
 }
 
-/** Runs `work` as `stage`. */
-export async function timed<T>(stage: McpStage, work: () => Promise<T>): Promise<T> {
+/** Runs `work` as `stage` (without an async frame of its own: this wraps every stage of every call). */
+export function timed<T>(stage: McpStage, work: () => Promise<T>): Promise<T> {
   const done = startStage(stage);
+  let running: Promise<T>;
   try {
-    return await work();
-  } finally {
+    running = work();
+  } catch (err) {
     done();
+    throw err;
   }
+  running.then(done, done);
+  return running;
 }

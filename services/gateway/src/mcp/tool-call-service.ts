@@ -4,7 +4,7 @@ import { uuidv7 } from 'uuidv7';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import {
   actionUid, AGENT_TYPE, counter, currentTraceHeaders, entityUid, getConnector, histogram, tracerOf, getTool, MCP_PROTOCOL_SERVICE, NO_FORBID_MATCHED,
-  principalUid, reasonWithoutPolicyNames, redactToolArgs, resourceOf, splitToolName,
+  principalUid, reasonWithoutPolicyNames, redactToolArgs, resourceOf, splitToolName, tracingEnabled,
   type AuditEntry, type AuthorizeResponse,
 } from '@portcullis/core';
 import type { PolicyClient } from '../clients/policy-client.ts';
@@ -253,6 +253,8 @@ export function createToolCallService(deps: {
   return {
     /** One tool call, traced as `tools/call` (the decision point and the audit writer continue the trace). */
     callTool(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult> {
+      // Without tracing the span would be a no-op: skip making it and its context on every call.
+      if (!tracingEnabled()) return callToolTraced(context, request);
       return tracer.startActiveSpan('tools/call', { kind: SpanKind.SERVER, attributes: { 'mcp.tool': request.name, 'portcullis.agent_id': context.agentId } }, async (span) => {
         try {
           const result = await callToolTraced(context, request);
