@@ -81,7 +81,8 @@ const GOALS = {
   exportRowsPerS: 1_000_000, exportRssGrowthMb: 300, slowClientRssGrowthMb: 50,
 };
 
-const config = loadAuditConfig({ NODE_ENV: 'production' });
+// The writer's batching knobs as an operator would set them (defaults otherwise).
+const config = loadAuditConfig({ NODE_ENV: 'production', AUDIT_BATCH_SIZE: process.env.AUDIT_BATCH_SIZE, AUDIT_BATCH_MAX_WAIT_MS: process.env.AUDIT_BATCH_MAX_WAIT_MS });
 const prefix = uniqueSubjectPrefix('bench_audit');
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });

@@ -22,6 +22,7 @@ import { createTestDatabase } from '@portcullis/core/testing';
 import { freePort, startTs } from '../test/support/processes.ts';
 import { sandboxTokenIssuer } from '../test/support/fixtures.ts';
 import { stageBreakdown, stageTotals } from './stage-totals.ts';
+import { cpuByThreadOf, cpuTimesOf } from './rss-sampler.ts';
 
 const RATES = (process.env.BENCH_RATES ?? '100,500').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -169,28 +170,52 @@ async function main() {
     report.push(`| gateway ping | ${f(seq.ping.p50)} | ${f(seq.ping.p99)} | **${f(seq.ping.p50 - seq.directPing.p50)}** | **${f(seq.ping.p99 - seq.directPing.p99)}** |`);
     report.push('', ...stageBreakdown(before, after), '');
 
-    report.push('| load | path | p50 ms | p99 ms | calls/s |', '|---|---|---:|---:|---:|');
+    // CPU per call of each process on the way (all threads, user + system): the two cores are
+    // shared, so what a proxy spends per call is what the client and the upstream cannot.
+    const pids = { client: process.pid, upstream: sandbox.child.pid!, passthrough: passthrough.child.pid!, gateway: product.child.pid! };
+    const cpuPerCall = async <T extends { rate: number }>(proxy: 'passthrough' | 'gateway' | undefined, run: () => Promise<T>) => {
+      const names = ['client', 'upstream', ...(proxy ? [proxy] : [])] as const;
+      const cpu = () => names.map((name) => cpuTimesOf(pids[name]));
+      const before = cpu();
+      const threadsBefore = proxy === 'gateway' ? cpuByThreadOf(pids.gateway) : undefined;
+      const started = performance.now();
+      const result = await run();
+      const after = cpu();
+      const threadsAfter = proxy === 'gateway' ? cpuByThreadOf(pids.gateway) : undefined;
+      const calls = result.rate * (performance.now() - started) / 1000;
+      const us = (seconds: number) => Math.round(seconds / calls * 1e6);
+      const parts = names.map((name, i) => {
+        const user = after[i]!.user - before[i]!.user;
+        const system = after[i]!.system - before[i]!.system;
+        return `${name} ${us(user + system)} (sys ${us(system)})`;
+      });
+      // The gateway process by thread name: its event loop ("node"), the engine's pools, GC helpers…
+      const threads = threadsAfter ? [...threadsAfter].map(([name, seconds]) => [name, seconds - (threadsBefore!.get(name) ?? 0)] as const)
+        .filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([name, seconds]) => `${name} ${us(seconds)}`).join(', ') : '';
+      return { ...result, cpu: parts.join(' / ') + (threads ? ` [${threads}]` : '') };
+    };
+    report.push('| load | path | p50 ms | p99 ms | calls/s | CPU µs per call |', '|---|---|---:|---:|---:|---|');
     for (const rate of RATES) {
       process.stderr.write(`bench: fixed rate ${rate}/s\n`);
-      const d = await fixedRate(callDirect, rate, SECONDS);
-      const g = await fixedRate(callGateway, rate, SECONDS);
-      report.push(`| ${rate}/s | direct | ${f(d.p50)} | ${f(d.p99)} | ${d.achieved.toFixed(0)} |`);
-      report.push(`| ${rate}/s | gateway | ${f(g.p50)} | ${f(g.p99)} | ${g.achieved.toFixed(0)} |`);
+      const d = await cpuPerCall(undefined, async () => { const r = await fixedRate(callDirect, rate, SECONDS); return { ...r, rate: r.achieved }; });
+      const g = await cpuPerCall('gateway', async () => { const r = await fixedRate(callGateway, rate, SECONDS); return { ...r, rate: r.achieved }; });
+      report.push(`| ${rate}/s | direct | ${f(d.p50)} | ${f(d.p99)} | ${d.achieved.toFixed(0)} | ${d.cpu} |`);
+      report.push(`| ${rate}/s | gateway | ${f(g.p50)} | ${f(g.p99)} | ${g.achieved.toFixed(0)} | ${g.cpu} |`);
       report.push(`| ${rate}/s | **added** | **${f(g.p50 - d.p50)}** | **${f(g.p99 - d.p99)}** | |`);
     }
     const ratios: string[] = [];
     const breakdowns: string[] = [];
     for (const concurrency of CONCURRENCIES) {
       process.stderr.write(`bench: saturation, ${concurrency} in flight\n`);
-      const dSat = await saturation(callDirect, concurrency, SECONDS);
-      const pSat = await saturation(callPassthrough, concurrency, SECONDS);
+      const dSat = await cpuPerCall(undefined, async () => ({ rate: await saturation(callDirect, concurrency, SECONDS) }));
+      const pSat = await cpuPerCall('passthrough', async () => ({ rate: await saturation(callPassthrough, concurrency, SECONDS) }));
       const satBefore = stageTotals(await (await fetch(metricsUrl)).text());
-      const gSat = await saturation(callGateway, concurrency, SECONDS);
+      const gSat = await cpuPerCall('gateway', async () => ({ rate: await saturation(callGateway, concurrency, SECONDS) }));
       breakdowns.push('', `${concurrency} in flight:`, ...stageBreakdown(satBefore, stageTotals(await (await fetch(metricsUrl)).text())));
-      report.push(`| ${concurrency} in flight | direct | | | ${dSat.toFixed(0)} |`);
-      report.push(`| ${concurrency} in flight | bare passthrough | | | ${pSat.toFixed(0)} |`);
-      report.push(`| ${concurrency} in flight | gateway | | | ${gSat.toFixed(0)} |`);
-      ratios.push(`${concurrency} in flight ${(gSat / dSat).toFixed(2)} (bare passthrough ${(pSat / dSat).toFixed(2)})`);
+      report.push(`| ${concurrency} in flight | direct | | | ${dSat.rate.toFixed(0)} | ${dSat.cpu} |`);
+      report.push(`| ${concurrency} in flight | bare passthrough | | | ${pSat.rate.toFixed(0)} | ${pSat.cpu} |`);
+      report.push(`| ${concurrency} in flight | gateway | | | ${gSat.rate.toFixed(0)} | ${gSat.cpu} |`);
+      ratios.push(`${concurrency} in flight ${(gSat.rate / dSat.rate).toFixed(2)} (bare passthrough ${(pSat.rate / dSat.rate).toFixed(2)})`);
     }
 
     console.log(`\nbench/mcp-overhead: tools/call github__get_me, ${POLICIES} policies on the agent, audit on`);

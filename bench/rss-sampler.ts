@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Resident set size of a process, from `/proc/<pid>/status` (`VmRSS`, reported in kB). */
 export function rssBytesOf(pid: number): number {
@@ -48,8 +48,27 @@ export function sampleRss<Name extends string>(pids: Record<Name, number>, inter
 
 /** User + system CPU time a process (all its threads) has used, from `/proc/<pid>/stat`, in seconds. */
 export function cpuSecondsOf(pid: number): number {
+  const { user, system } = cpuTimesOf(pid);
+  return user + system;
+}
+
+/** User and system CPU time a process (all its threads) has used, in seconds. */
+export function cpuTimesOf(pid: number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces) start past the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 Hz)
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }; // utime, stime in clock ticks (100 Hz)
+}
+
+/** CPU seconds (user + system) of each thread name of a process (from `/proc/<pid>/task/<tid>/stat`), summed by name. */
+export function cpuByThreadOf(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try { stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8'); } catch { continue; } // the thread ended
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '#');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+  }
+  return byName;
 }
