@@ -1,18 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { and, eq } from 'drizzle-orm';
 import * as grpc from '@grpc/grpc-js';
 import { schema, type AuditEntry } from '@portcullis/core';
-import { loadAuditConfig, startAuditService, type AuditService } from '@portcullis/audit';
-import { ACTORS, createApiHarness, signInRoleActors, type Actor, type ApiHarness, type RoleActors } from '@portcullis/gateway/testing';
+import type { AuditService } from '@portcullis/audit';
+import { ACTORS, signInRoleActors, type Actor, type ApiHarness, type RoleActors } from '@portcullis/gateway/testing';
 import { createAuditClient, type AuditClient } from '../../services/gateway/src/clients/audit-client.ts';
 import { exportBody } from '../../services/gateway/src/clients/export-body.ts';
 import { makeEntry } from '../../services/audit/src/testing/audit-entries.ts';
 import { parseCsv } from '../../services/audit/src/testing/parse-csv.ts';
-import { freePort } from '../support/processes.ts';
+import { startAuditApiHarness, type AuditApiHarness } from '../support/audit-api-harness.ts';
 
 /**
  * GET /api/audit/export, /api/audit/members, /api/dashboard/stats and /api/dashboard/member-stats
@@ -30,23 +26,17 @@ const BULK_ROWS = 1_201;
 let h: ApiHarness;
 let roles: RoleActors;
 let audit: AuditService;
-let dataDir: string;
+let harness: AuditApiHarness;
+let memberIdOf: AuditApiHarness['memberIdOf'];
 /** Agents: standard Support Desk, trusted Trusted Ops, Bulk (owner + the usual members); the outsider's own agent. */
 const agent = { support: '', trusted: '', bulk: '', outsiders: '' };
 /** Member ids per agent and actor. */
 const memberOf: Record<string, Partial<Record<Actor, string>>> = {};
 const seeded: Record<string, AuditEntry> = {};
 
-async function memberIdOf(agentId: string, email: string): Promise<string> {
-  const [row] = await h.db.select({ id: schema.members.id }).from(schema.members).where(and(eq(schema.members.agentId, agentId), eq(schema.members.email, email)));
-  return row!.id;
-}
-
 beforeAll(async () => {
-  const auditPort = await freePort();
-  dataDir = mkdtempSync(join(tmpdir(), 'pc-audit-api-'));
-  h = await createApiHarness({ AUDIT_URL: `127.0.0.1:${auditPort}` });
-  audit = await startAuditService(loadAuditConfig({ NODE_ENV: 'test', DATA_DIR: dataDir, GRPC_ADDRESS: `127.0.0.1:${auditPort}` }), { bus: h.bus, log: () => undefined });
+  harness = await startAuditApiHarness('audit-api');
+  ({ h, audit, memberIdOf } = harness);
   roles = await signInRoleActors(h, 'auditapi');
   agent.support = await roles.agentWithMembers({ name: 'Support Desk' });
   agent.trusted = await roles.agentWithMembers({ name: 'Trusted Ops', type: 'trusted' });
@@ -87,11 +77,7 @@ beforeAll(async () => {
   await h.db.insert(schema.policies).values([policy(agent.support, 'on', true), policy(agent.support, 'off', false), policy(agent.outsiders, 'theirs', true)]);
 });
 
-afterAll(async () => {
-  await h?.close();
-  await audit?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(async () => { await harness?.close(); });
 
 const get = (url: string, actor: Actor = 'owner') => h.request({ method: 'GET', url, ...(roles.cookieOf[actor] ? { cookie: roles.cookieOf[actor] } : {}) });
 

@@ -1,15 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { and, eq } from 'drizzle-orm';
 import { digestKey, displaySuffixOf, generateMemberKey, schema, type AuditEntry } from '@portcullis/core';
-import { loadAuditConfig, startAuditService, type AuditService } from '@portcullis/audit';
-import { createApiHarness, signInRoleActors, type Actor, type ApiHarness, type RoleActors } from '@portcullis/gateway/testing';
+import type { AuditService } from '@portcullis/audit';
+import { signInRoleActors, type Actor, type ApiHarness, type RoleActors } from '@portcullis/gateway/testing';
 import { makeEntry } from '../../services/audit/src/testing/audit-entries.ts';
 import { parseCsv } from '../../services/audit/src/testing/parse-csv.ts';
-import { freePort } from '../support/processes.ts';
+import { startAuditApiHarness, type AuditApiHarness } from '../support/audit-api-harness.ts';
 
 /**
  * Issue 15, the audit read side, through the gateway's `/api` with a real audit service (chDB)
@@ -28,16 +24,12 @@ const OPEN = { key: 'no-deletes', name: 'No deletes', dbId: randomUUID(), versio
 let h: ApiHarness;
 let roles: RoleActors;
 let audit: AuditService;
-let dataDir: string;
+let harness: AuditApiHarness;
+let memberIdOf: AuditApiHarness['memberIdOf'];
 const agent = { trusted: '', standard: '', doomed: '', timed: '' };
 const memberOf: Record<string, Partial<Record<Actor, string>>> = {};
 const e: Record<string, AuditEntry> = {};
 let sessionId: string;
-
-async function memberIdOf(agentId: string, email: string): Promise<string> {
-  const [row] = await h.db.select({ id: schema.members.id }).from(schema.members).where(and(eq(schema.members.agentId, agentId), eq(schema.members.email, email)));
-  return row!.id;
-}
 
 const get = (url: string, actor: Actor) => h.request({ method: 'GET', url, cookie: roles.cookieOf[actor]! });
 async function ok<T = any>(url: string, actor: Actor): Promise<T> {
@@ -53,10 +45,8 @@ const csvOf = (body: string) => {
 const ndjsonOf = (body: string) => body.split('\n').filter(Boolean).map((line) => JSON.parse(line) as AuditEntry);
 
 beforeAll(async () => {
-  const auditPort = await freePort();
-  dataDir = mkdtempSync(join(tmpdir(), 'pc-audit-scope-'));
-  h = await createApiHarness({ AUDIT_URL: `127.0.0.1:${auditPort}` });
-  audit = await startAuditService(loadAuditConfig({ NODE_ENV: 'test', DATA_DIR: dataDir, GRPC_ADDRESS: `127.0.0.1:${auditPort}` }), { bus: h.bus, log: () => undefined });
+  harness = await startAuditApiHarness('audit-scope');
+  ({ h, audit, memberIdOf } = harness);
   roles = await signInRoleActors(h, 'scope');
   agent.trusted = await roles.agentWithMembers({ name: 'Trusted Ops', type: 'trusted' });
   agent.standard = await roles.agentWithMembers({ name: 'Standard Desk' });
@@ -100,11 +90,7 @@ beforeAll(async () => {
   await audit.store.insert([...Object.values(e), ...timed]);
 });
 
-afterAll(async () => {
-  await h?.close();
-  await audit?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(async () => { await harness?.close(); });
 
 type ApiEntry = { id: string; reason: string; matchedPolicyIds: string[]; matchedPolicyNames: string[]; policyVersionIds: string[] };
 const trustedIds = () => [e.generated!.id, e.ownMessage!.id, e.permitted!.id, e.failed!.id];

@@ -1,13 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { and, eq } from 'drizzle-orm';
-import { schema, type AuditEntry } from '@portcullis/core';
-import { loadAuditConfig, startAuditService, type AuditService } from '@portcullis/audit';
-import { createApiHarness, signInRoleActors, type Actor, type ApiHarness, type RoleActors } from '@portcullis/gateway/testing';
+import type { AuditEntry } from '@portcullis/core';
+import type { AuditService } from '@portcullis/audit';
+import { signInRoleActors, type Actor, type ApiHarness, type RoleActors } from '@portcullis/gateway/testing';
 import { makeEntry } from '../../services/audit/src/testing/audit-entries.ts';
-import { freePort } from '../support/processes.ts';
+import { startAuditApiHarness, type AuditApiHarness } from '../support/audit-api-harness.ts';
 
 /**
  * GET /api/audit/histogram and GET /api/dashboard/overview (decision 037) through the
@@ -24,20 +20,14 @@ const at = (minutes: number) => new Date(DAY0 + minutes * 60_000).toISOString();
 let h: ApiHarness;
 let roles: RoleActors;
 let audit: AuditService;
-let dataDir: string;
+let harness: AuditApiHarness;
+let memberIdOf: AuditApiHarness['memberIdOf'];
 const agent = { support: '', trusted: '', outsiders: '' };
 const memberOf: Record<string, Partial<Record<Actor, string>>> = {};
 
-async function memberIdOf(agentId: string, email: string): Promise<string> {
-  const [row] = await h.db.select({ id: schema.members.id }).from(schema.members).where(and(eq(schema.members.agentId, agentId), eq(schema.members.email, email)));
-  return row!.id;
-}
-
 beforeAll(async () => {
-  const auditPort = await freePort();
-  dataDir = mkdtempSync(join(tmpdir(), 'pc-overview-'));
-  h = await createApiHarness({ AUDIT_URL: `127.0.0.1:${auditPort}` });
-  audit = await startAuditService(loadAuditConfig({ NODE_ENV: 'test', DATA_DIR: dataDir, GRPC_ADDRESS: `127.0.0.1:${auditPort}` }), { bus: h.bus, log: () => undefined });
+  harness = await startAuditApiHarness('overview');
+  ({ h, audit, memberIdOf } = harness);
   roles = await signInRoleActors(h, 'overview');
   agent.support = await roles.agentWithMembers({ name: 'Support Desk' });
   agent.trusted = await roles.agentWithMembers({ name: 'Trusted Ops', type: 'trusted' });
@@ -71,11 +61,7 @@ beforeAll(async () => {
   await audit.store.insert(entries);
 });
 
-afterAll(async () => {
-  await h?.close();
-  await audit?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(async () => { await harness?.close(); });
 
 const get = (url: string, actor: Actor = 'owner') => h.request({ method: 'GET', url, ...(roles.cookieOf[actor] ? { cookie: roles.cookieOf[actor] } : {}) });
 async function json<T>(url: string, actor: Actor = 'owner'): Promise<T> {
