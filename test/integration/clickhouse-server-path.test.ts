@@ -91,7 +91,7 @@ describe('audit store over ClickHouse\'s HTTP interface (two clients, one store)
     expect({ calls: overview.calls, denies: overview.denies }).toEqual({ calls: 30, denies: 10 });
     expect(overview.topDeniedPolicies).toEqual([{ policyDbId: 'pol-1', policyKey: 'no-creates', policyName: 'No creates', agentId: A, denies: 10 }]);
     expect(overview.topDeniedTools).toEqual([{ service: 'github', tool: 'create_issue', denies: 5 }, { service: 'github', tool: 'list_issues', denies: 5 }]);
-    expect(overview.memberDenyRates).toEqual([{ memberId: entries[0]!.memberId, memberName: entries[0]!.memberName, calls: 30, denies: 10 }]);
+    expect(overview.memberDenyRates).toEqual([{ memberId: entries[0]!.memberId, memberName: entries[0]!.memberName, agentId: A, calls: 30, denies: 10 }]);
   });
 
   it('exports CSV formatted by the engine over HTTP, in table order, formula cells guarded', async () => {

@@ -109,7 +109,7 @@ interface Overview {
   totals: { calls: number; denies: number };
   topDeniedTools: Array<{ service: string; tool: string; denies: number }>;
   topDeniedPolicies: Array<{ policyId: string; policyKey: string; name: string; agentId: string; agentName: string; denies: number }>;
-  memberDenyRates: Array<{ memberId: string; memberName: string; calls: number; denies: number; denyRate: number }>;
+  memberDenyRates: Array<{ memberId: string; memberName: string; agentId: string; agentName: string; calls: number; denies: number; denyRate: number }>;
   agentsWithErrors: Array<{ agentId: string; agentName: string; errors: number; lastErrorAt: string }>;
   pendingApprovals: { total: number; members: Array<{ agentId: string; agentName: string; memberId: string; email: string; requestedAt: string }> };
 }
@@ -150,9 +150,14 @@ describe('GET /api/dashboard/overview', () => {
       { policyId: P_SUPPORT, policyKey: 'no-deletes', name: 'No deletes', agentId: agent.support, agentName: 'Support Desk', denies: 80 },
       { policyId: P_TRUSTED, policyKey: 'trusted-secret-key', name: 'Trusted secret name', agentId: agent.trusted, agentName: 'Trusted Ops', denies: 30 },
     ]);
-    const owner = o.memberDenyRates.find((m) => m.memberName === roles.email.owner)!;
-    expect(owner.calls + o.memberDenyRates.filter((m) => m !== owner).reduce((n, m) => n + m.calls, 0)).toBe(o.totals.calls);
-    expect(owner.denyRate).toBeCloseTo(owner.denies / owner.calls);
+    // One row per membership (a member id is one person on one agent), every call counted once.
+    expect(o.memberDenyRates.map((m) => [m.memberName, m.agentName]).sort()).toEqual([
+      [roles.email.member, 'Support Desk'], [roles.email.member, 'Trusted Ops'], [roles.email.owner, 'Support Desk'], [roles.email.owner, 'Trusted Ops'],
+    ]);
+    expect(o.memberDenyRates.reduce((n, m) => n + m.calls, 0)).toBe(o.totals.calls);
+    const ownerOnSupport = o.memberDenyRates.find((m) => m.memberId === memberOf[agent.support]!.owner)!;
+    expect(ownerOnSupport).toMatchObject({ agentId: agent.support, calls: 200, denies: 40, denyRate: 0.2 });
+    expect(o.memberDenyRates.slice(0, 2).map((m) => [m.agentName, m.denies, m.denyRate])).toEqual([['Support Desk', 40, 0.2], ['Support Desk', 40, 0.2]]);
     // Every eleventh Support Desk call that was not denied (i % 11 = 0, i % 5 ≠ 0, i < 400): 29; the last at i = 396.
     expect(o.agentsWithErrors).toEqual([{ agentId: agent.support, agentName: 'Support Desk', errors: 29, lastErrorAt: at(396 * 7) }]);
 

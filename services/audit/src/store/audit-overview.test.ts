@@ -117,8 +117,8 @@ describe('overview', () => {
       { policyDbId: '0195f0a0-0000-7000-8000-0000000001f9', policyKey: 'quiet', policyName: 'Quiet hours', agentId: A2, denies: 1 },
     ]);
     expect(o.memberDenyRates).toEqual([
-      { memberId: M2, memberName: 'li@example.com', calls: 3, denies: 3 },
-      { memberId: M1, memberName: 'maria@example.com', calls: 4, denies: 1 },
+      { memberId: M2, memberName: 'li@example.com', agentId: expect.any(String), calls: 3, denies: 3 },
+      { memberId: M1, memberName: 'maria@example.com', agentId: expect.any(String), calls: 4, denies: 1 },
     ]);
     expect(o.agentsWithErrors).toEqual([{ agentId: A1, agentName: 'Ops', errors: 1, lastErrorAt: at(5) }]);
   });

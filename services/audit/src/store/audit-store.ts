@@ -69,7 +69,8 @@ export interface AuditOverview {
   denies: number;
   topDeniedTools: Array<{ service: string; tool: string; denies: number }>;
   topDeniedPolicies: Array<{ policyDbId: string; policyKey: string; policyName: string; agentId: string; denies: number }>;
-  memberDenyRates: Array<{ memberId: string; memberName: string; calls: number; denies: number }>;
+  /** A member id is one person's membership of one agent: `agentId` says which. */
+  memberDenyRates: Array<{ memberId: string; memberName: string; agentId: string; calls: number; denies: number }>;
   agentsWithErrors: Array<{ agentId: string; agentName: string; errors: number; lastErrorAt: string }>;
 }
 
@@ -155,6 +156,8 @@ export interface AuditStoreOptions {
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Rollup pairs a store remembers having written (agents × names and tools are far fewer). */
+const MAX_REMEMBERED_NAMES = 100_000;
 const TABLE = '{database:Identifier}.audit_entries';
 const SELECT_COLUMNS = AUDIT_COLUMNS.join(', ');
 /** The main table's sort key (migration 003): exports read in this order, without a sort. */
@@ -309,6 +312,31 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     };
   };
 
+  /**
+   * The (agent, name) and (service, tool) pairs of `entries` that this store has not written to
+   * the rollups yet, written now (migration 005: no views). Before the entries, so an entry a
+   * reader can see is always found by its names. Another writer, or this one after a restart,
+   * may write a pair again: the rollups collapse repeats.
+   */
+  const namesWritten = new Set<string>();
+  async function recordNames(entries: readonly AuditEntry[]): Promise<void> {
+    const agents = new Map<string, [string, string]>();
+    const tools = new Map<string, [string, string]>();
+    for (const e of entries) {
+      const agent = `a\u0000${e.agentId}\u0000${e.agentName}`;
+      if (!namesWritten.has(agent)) agents.set(agent, [e.agentId, e.agentName]);
+      const tool = `t\u0000${e.service}\u0000${e.tool}`;
+      if (!namesWritten.has(tool)) tools.set(tool, [e.service, e.tool]);
+    }
+    await Promise.all([
+      agents.size > 0 && client.insert({ table: `${database}.audit_agent_names`, columns: ['agent_id', 'agent_name'], format: 'JSONCompactEachRow', values: [...agents.values()] }),
+      tools.size > 0 && client.insert({ table: `${database}.audit_tool_names`, columns: ['service', 'tool'], format: 'JSONCompactEachRow', values: [...tools.values()] }),
+    ]);
+    // Bounded: past this many pairs the set starts over (a repeat costs one small insert).
+    if (namesWritten.size > MAX_REMEMBERED_NAMES) namesWritten.clear();
+    for (const key of [...agents.keys(), ...tools.keys()]) namesWritten.add(key);
+  }
+
   /** Ids of `entries` already in the main table, with their stage (0 = a settled orphan). */
   async function storedStages(entries: readonly AuditEntry[]): Promise<Map<string, number>> {
     if (entries.length === 0) return new Map();
@@ -333,6 +361,7 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
       // can also arrive as a first delivery (a publish retried across a NATS leader change, seen
       // in the fault test), and a probe bounded by the batch's agents and time span is cheap.
       const stored = await storedStages(entries);
+      await recordNames(entries);
       // A completion whose decision record was settled as an orphan (a late completion) replaces the orphan.
       const orphans = finals.filter((e) => stored.get(e.id) === 0);
       if (orphans.length > 0) await command(DELETE_ORPHANS_SQL, keysOf(orphans));
@@ -505,9 +534,9 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
            ARRAY JOIN policy_db_ids AS policy_db_id
            GROUP BY policy_db_id ORDER BY denies DESC, policy_db_id LIMIT {top:UInt32}`, params),
         // `latest_name`, not `member_name`: an alias named like the column would shadow it inside argMax (see `members`).
-        selectRows<{ member_id: string; latest_name: string; calls: N; denies: N }>(
-          `SELECT member_id, argMax(member_name, timestamp) AS latest_name, count() AS calls, countIf(decision = 'DENY') AS denies
-           FROM ${from('member_id, member_name, timestamp, decision', '1')}
+        selectRows<{ member_id: string; latest_name: string; member_agent: string; calls: N; denies: N }>(
+          `SELECT member_id, argMax(member_name, timestamp) AS latest_name, any(agent_id) AS member_agent, count() AS calls, countIf(decision = 'DENY') AS denies
+           FROM ${from('member_id, member_name, agent_id, timestamp, decision', '1')}
            GROUP BY member_id ORDER BY denies DESC, calls DESC, member_id LIMIT {top:UInt32}`, params),
         selectRows<{ agent_id: string; latest_agent_name: string; errors: N; last: string }>(
           `SELECT agent_id, argMax(agent_name, timestamp) AS latest_agent_name, count() AS errors, toString(max(timestamp)) AS last
@@ -518,7 +547,7 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
         ...none,
         topDeniedTools: tools.map((t) => ({ service: t.service, tool: t.tool, denies: Number(t.denies) })),
         topDeniedPolicies: policies.map((p) => ({ policyDbId: p.policy_db_id, policyKey: p.policy_key, policyName: p.policy_name, agentId: p.policy_agent, denies: Number(p.denies) })),
-        memberDenyRates: members.map((m) => ({ memberId: m.member_id, memberName: m.latest_name, calls: Number(m.calls), denies: Number(m.denies) })),
+        memberDenyRates: members.map((m) => ({ memberId: m.member_id, memberName: m.latest_name, agentId: m.member_agent, calls: Number(m.calls), denies: Number(m.denies) })),
         agentsWithErrors: errors.map((e) => ({ agentId: e.agent_id, agentName: e.latest_agent_name, errors: Number(e.errors), lastErrorAt: fromClickHouseTime(e.last) })),
       };
     },

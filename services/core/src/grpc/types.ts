@@ -108,7 +108,7 @@ export interface HistogramResponse { bucketSeconds: number; buckets: HistogramBu
 export interface OverviewRequest { agentIds: string[]; from: string; to: string; redactPolicyAgentIds?: string[]; top?: number }
 export interface DeniedToolMsg { service: string; tool: string; denies: number }
 export interface DeniedPolicyMsg { policyDbId: string; policyKey: string; policyName: string; agentId: string; denies: number }
-export interface MemberDenyRateMsg { memberId: string; memberName: string; calls: number; denies: number }
+export interface MemberDenyRateMsg { memberId: string; memberName: string; agentId: string; calls: number; denies: number }
 /** `lastErrorAt` is ISO 8601. */
 export interface AgentUpstreamErrorsMsg { agentId: string; agentName: string; errors: number; lastErrorAt: string }
 export interface OverviewResponse {

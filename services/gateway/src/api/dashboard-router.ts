@@ -38,7 +38,9 @@ const overviewSchema = z.object({
     policyKey: z.string(), name: z.string(), agentId: z.string(), agentName: z.string(), denies: z.number().int(),
   })).describe('None of an agent whose policy identities the caller may not see (decision 022)'),
   memberDenyRates: z.array(z.object({
-    memberId: z.string(), memberName: z.string(), calls: z.number().int(), denies: z.number().int(),
+    memberId: z.string().describe('The audit `member` filter'), memberName: z.string(),
+    agentId: z.string().describe('The agent of the membership (a member id is one person on one agent)'), agentName: z.string(),
+    calls: z.number().int(), denies: z.number().int(),
     denyRate: z.number().describe('denies / calls, 0..1'),
   })).describe('Most denies first'),
   agentsWithErrors: z.array(z.object({
@@ -137,7 +139,7 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
         policyId: p.policyDbId, policyKey: p.policyKey, name: p.policyName, agentId: p.agentId, agentName: agentName(p.agentId), denies: Number(p.denies),
       })),
       memberDenyRates: (o.memberDenyRates ?? []).map((m) => ({
-        memberId: m.memberId, memberName: m.memberName, calls: Number(m.calls), denies: Number(m.denies),
+        memberId: m.memberId, memberName: m.memberName, agentId: m.agentId, agentName: agentName(m.agentId), calls: Number(m.calls), denies: Number(m.denies),
         denyRate: Number(m.calls) === 0 ? 0 : Number(m.denies) / Number(m.calls),
       })),
       agentsWithErrors: (o.agentsWithErrors ?? []).map((a) => ({ agentId: a.agentId, agentName: agentName(a.agentId, a.agentName), errors: Number(a.errors), lastErrorAt: a.lastErrorAt })),
