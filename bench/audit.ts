@@ -53,7 +53,7 @@ import { openAuditStore, type AuditStore } from '../services/audit/src/store/aud
 import { parseFilter } from '../services/audit/src/handlers/parse-request.ts';
 import { makeEntry } from '../services/audit/src/testing/audit-entries.ts';
 import { deleteAuditStream } from '../services/audit/src/testing/nats-streams.ts';
-import { seedMemberId, seedPolicyDbId, seedStatement } from '../services/audit/src/testing/seed-audit-rows.ts';
+import { seedMemberId, seedPolicyDbId, seedRollupStatements, seedStatement } from '../services/audit/src/testing/seed-audit-rows.ts';
 import { benchHttpExport } from './audit-http-export.ts';
 import { engineCsvExport } from './engine-csv-baseline.ts';
 import { sampleRss, type RssGrowth } from './rss-sampler.ts';
@@ -226,6 +226,7 @@ async function seed(session: Session): Promise<void> {
     const { sql, params } = seedStatement({ database: DATABASE, count: Math.min(SEED_CHUNK, ROWS - first), first, agents: AGENTS, startMs: START_MS, stepMs: STEP_MS });
     await session.queryBindAsync(sql, params, { format: 'TSV' });
   }
+  for (const { sql, params } of seedRollupStatements(DATABASE)) await session.queryBindAsync(sql, params, { format: 'TSV' });
   console.log(`seeded ${fmt(ROWS)} rows in ${fmt((performance.now() - started) / 1000, 1)} s`);
 }
 

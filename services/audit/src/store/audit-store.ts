@@ -156,6 +156,8 @@ export interface AuditStoreOptions {
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Rollup pairs a store remembers having written (agents × names and tools are far fewer). */
+const MAX_REMEMBERED_NAMES = 100_000;
 const TABLE = '{database:Identifier}.audit_entries';
 const SELECT_COLUMNS = AUDIT_COLUMNS.join(', ');
 /** The main table's sort key (migration 003): exports read in this order, without a sort. */
@@ -310,6 +312,31 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     };
   };
 
+  /**
+   * The (agent, name) and (service, tool) pairs of `entries` that this store has not written to
+   * the rollups yet, written now (migration 005: no views). Before the entries, so an entry a
+   * reader can see is always found by its names. Another writer, or this one after a restart,
+   * may write a pair again: the rollups collapse repeats.
+   */
+  const namesWritten = new Set<string>();
+  async function recordNames(entries: readonly AuditEntry[]): Promise<void> {
+    const agents = new Map<string, [string, string]>();
+    const tools = new Map<string, [string, string]>();
+    for (const e of entries) {
+      const agent = `a\u0000${e.agentId}\u0000${e.agentName}`;
+      if (!namesWritten.has(agent)) agents.set(agent, [e.agentId, e.agentName]);
+      const tool = `t\u0000${e.service}\u0000${e.tool}`;
+      if (!namesWritten.has(tool)) tools.set(tool, [e.service, e.tool]);
+    }
+    await Promise.all([
+      agents.size > 0 && client.insert({ table: `${database}.audit_agent_names`, columns: ['agent_id', 'agent_name'], format: 'JSONCompactEachRow', values: [...agents.values()] }),
+      tools.size > 0 && client.insert({ table: `${database}.audit_tool_names`, columns: ['service', 'tool'], format: 'JSONCompactEachRow', values: [...tools.values()] }),
+    ]);
+    // Bounded: past this many pairs the set starts over (a repeat costs one small insert).
+    if (namesWritten.size > MAX_REMEMBERED_NAMES) namesWritten.clear();
+    for (const key of [...agents.keys(), ...tools.keys()]) namesWritten.add(key);
+  }
+
   /** Ids of `entries` already in the main table, with their stage (0 = a settled orphan). */
   async function storedStages(entries: readonly AuditEntry[]): Promise<Map<string, number>> {
     if (entries.length === 0) return new Map();
@@ -334,6 +361,7 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
       // can also arrive as a first delivery (a publish retried across a NATS leader change, seen
       // in the fault test), and a probe bounded by the batch's agents and time span is cheap.
       const stored = await storedStages(entries);
+      await recordNames(entries);
       // A completion whose decision record was settled as an orphan (a late completion) replaces the orphan.
       const orphans = finals.filter((e) => stored.get(e.id) === 0);
       if (orphans.length > 0) await command(DELETE_ORPHANS_SQL, keysOf(orphans));

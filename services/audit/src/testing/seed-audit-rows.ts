@@ -94,3 +94,14 @@ export function seedStatement(options: SeedOptions): { sql: string; params: Reco
     SETTINGS max_insert_threads = 1`;
   return { sql, params };
 }
+
+/**
+ * The statements that record seeded rows' agent and tool names in the rollups, as the audit
+ * writer does for the entries it stores (migration 005): run once after seeding.
+ */
+export function seedRollupStatements(database: string): Array<{ sql: string; params: Record<string, unknown> }> {
+  return [
+    { sql: 'INSERT INTO {database:Identifier}.audit_agent_names SELECT agent_id, toString(agent_name) FROM {database:Identifier}.audit_entries GROUP BY agent_id, agent_name', params: { database } },
+    { sql: 'INSERT INTO {database:Identifier}.audit_tool_names SELECT toString(service), toString(tool) FROM {database:Identifier}.audit_entries GROUP BY service, tool', params: { database } },
+  ];
+}
