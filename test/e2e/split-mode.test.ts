@@ -116,6 +116,38 @@ describe('split mode: gateway, policy and audit as three processes on real NATS 
     await client.close();
   });
 
+  it('counts in the home overview and the audit histogram exactly what GET /api/audit lists, protocol requests of the disabled agent included (decision 037)', async () => {
+    const get = async <T>(path: string): Promise<T> => {
+      const res = await fetch(`${p.baseUrl}${path}`, { headers: { cookie, origin: p.baseUrl } });
+      expect(res.status, path).toBe(200);
+      return res.json() as Promise<T>;
+    };
+    type Series = { buckets: Array<{ calls: number; denies: number }> };
+    const sum = (s: Series) => s.buckets.reduce((n, b) => ({ calls: n.calls + b.calls, denies: n.denies + b.denies }), { calls: 0, denies: 0 });
+    const from = new Date(Date.now() - 3_600_000).toISOString();
+    // Entries arrive through NATS: read until two reads of the list agree around the overview's.
+    let settled = false;
+    for (let attempt = 0; attempt < 20 && !settled; attempt++) {
+      const listed = async () => ({
+        calls: (await get<{ total: number }>(`/api/audit?limit=1&from=${from}`)).total,
+        denies: (await get<{ total: number }>(`/api/audit?limit=1&result=DENY&from=${from}`)).total,
+      });
+      const before = await listed();
+      const overview = await get<{ series: Series; totals: { calls: number; denies: number } }>(`/api/dashboard/overview?from=${from}`);
+      const histogram = await get<Series>(`/api/audit/histogram?from=${from}`);
+      const after = await listed();
+      if (JSON.stringify(before) !== JSON.stringify(after)) { await new Promise((r) => setTimeout(r, 250)); continue; }
+      expect(overview.totals).toEqual(after);
+      expect(sum(overview.series)).toEqual(after);
+      expect(sum(histogram)).toEqual(after);
+      const protocol = (await get<{ total: number }>(`/api/audit?limit=1&service=mcp&from=${from}`)).total;
+      expect(protocol).toBeGreaterThanOrEqual(1); // the disabled agent's initialize, counted as an entry
+      expect(sum(await get<Series>(`/api/audit/histogram?service=mcp&from=${from}`)).calls).toBe(protocol);
+      settled = true;
+    }
+    expect(settled).toBe(true);
+  });
+
   it('reports dependency health; with the policy service down, /api/status is 503 and calls are denied, never forwarded', async () => {
     const healthy = await fetch(`${p.baseUrl}/api/status`);
     expect(healthy.status).toBe(200);
