@@ -44,7 +44,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     // A blank name passes the browser's `required` but not the API: its message is shown, with the field.
     await page.getByLabel('Name', { exact: true }).fill('   ');
     await page.getByRole('button', { name: 'Create agent' }).click();
-    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/\(name\)$/);
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/^Name must not be empty\.$/);
     await screenshot('agents-create-invalid');
     expect(unexpectedConsoleErrors(consoleErrors.splice(0), '400')).toEqual([]);
 
@@ -200,7 +200,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     // A member sees only the enabled connectors, without the owner's controls.
     await page.getByRole('region', { name: 'GitHub', exact: true }).waitFor();
     expect(await page.locator('section.connector').count()).toBe(1);
-    expect(await page.getByRole('checkbox').count()).toBe(0);
+    expect(await page.getByRole('main').getByRole('checkbox').count()).toBe(0);
     await screenshot('member-connectors-before');
 
     // Cancelling on the provider's page comes back with a readable error.
@@ -255,6 +255,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     await screenshot('agent-overview-activity');
 
     await page.getByRole('button', { name: 'Disable agent' }).click();
+    await page.getByRole('dialog', { name: /^Disable / }).getByRole('button', { name: 'Disable agent' }).click(); // confirmed first (issue 18)
     await page.locator('.facts').getByText('Disabled').waitFor();
     await page.getByRole('button', { name: 'Enable agent' }).click();
     await page.locator('.facts').getByText('Active').waitFor();
@@ -333,7 +334,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
 
     await page.getByLabel('Role').selectOption('member');
     await page.waitForURL(/role=member/);
-    await page.getByText('No agents match these filters.').waitFor();
+    await page.getByText('No agents match these filters').waitFor();
     await screenshot('agents-filtered-empty');
 
     // The URL alone restores the list (a reload, a shared link).
@@ -344,10 +345,10 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
     expect(consoleErrors).toEqual([]);
   });
 
-  it('an agent that does not exist (or is not visible) shows the API\'s message', async () => {
+  it('an agent that does not exist (or is not visible) shows the product\'s 404 page', async () => {
     const { page, screenshot, consoleErrors } = owner;
     await page.goto('/agents/00000000-0000-4000-8000-000000000000/members');
-    await expect(page.getByRole('alert').textContent()).resolves.toBe('Agent not found.');
+    await page.getByRole('heading', { name: 'This agent does not exist' }).waitFor();
     expect(await page.getByRole('navigation', { name: 'Agent sections' }).count()).toBe(0);
     await screenshot('agent-not-found');
     expect(unexpectedConsoleErrors(consoleErrors.splice(0), '404')).toEqual([]);

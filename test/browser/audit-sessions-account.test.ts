@@ -195,7 +195,7 @@ describe('audit log, tool sessions and account in a real browser (single process
 
     await page.getByLabel('Status').selectOption('terminated');
     await page.waitForURL(/status=terminated/);
-    await page.getByText('No terminated sessions.').waitFor();
+    await page.getByText('No terminated sessions').waitFor();
     await page.getByLabel('Status').selectOption('active');
     await page.waitForURL(/status=active/);
     await row.first().getByRole('link').click();

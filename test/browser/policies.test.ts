@@ -64,7 +64,7 @@ describe('policies in the dashboard (real browser, single process, demo agent)',
 
     await page.getByLabel('Effect').selectOption('permit');
     await page.waitForURL(/effect=permit/);
-    await page.getByText('No policy matches these filters.').waitFor();
+    await page.getByText('No policy matches these filters').waitFor();
     await page.getByLabel('Effect').selectOption('');
     await page.getByRole('searchbox').fill('destructive');
     await page.waitForURL(/search=destructive/);
@@ -109,8 +109,11 @@ describe('policies in the dashboard (real browser, single process, demo agent)',
     await expect(page.getByRole('list', { name: 'Preview errors' }).textContent()).resolves.toMatch(/timeZone/);
     // Saving anyway: the API's 400 is shown readably and its field highlighted.
     await page.getByRole('button', { name: 'Create policy' }).click();
-    await page.locator('form.policy-form > p.error').waitFor();
-    await expect(page.locator('form.policy-form > p.error').textContent()).resolves.toMatch(/Invalid body field "conditions\.timeWindow\.timeZone": must be an IANA time zone/);
+    // In words (issue 18): the field's name and the problem, never the route's validation text.
+    const saveError = page.locator('form.policy-form > .error');
+    await saveError.waitFor();
+    await expect(saveError.textContent()).resolves.toMatch(/^Time zone must be an IANA time zone/);
+    await expect(saveError.textContent()).resolves.not.toMatch(/Invalid body field/);
     expected4xx += 1;
     await screenshot('policy-invalid-draft');
 
@@ -146,7 +149,14 @@ describe('policies in the dashboard (real browser, single process, demo agent)',
     await expect(row.textContent()).resolves.toMatch(/write tier/);
     const toggle = row.getByRole('switch');
     expect(await toggle.isChecked()).toBe(true);
+    // Turning a forbid off is confirmed first (issue 18): Cancel keeps it on.
     await toggle.click();
+    const dialog = page.getByRole('dialog', { name: /^Turn off/ });
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await toggle.isChecked()).toBe(true);
+    await toggle.click();
+    await dialog.getByRole('button', { name: 'Turn off' }).click();
     await row.getByText('Off').waitFor();
     await screenshot('policies-toggled');
     const listed = await apiGet<{ policies: Array<{ id: string; enabled: boolean }> }>(`/api/agents/${agentId}/policies`);

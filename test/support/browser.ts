@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -55,8 +56,8 @@ export async function startProduct(env: Record<string, string> = {}): Promise<Ru
  * A page that records every console error and uncaught page error (each test asserts there
  * are none) and saves full-page screenshots under `test-artifacts/screenshots/<name>.png`.
  */
-export async function openPage(browser: Browser, baseUrl: string): Promise<{ context: BrowserContext; page: Page; consoleErrors: string[]; screenshot(name: string): Promise<void> }> {
-  const context = await browser.newContext({ baseURL: baseUrl, viewport: { width: 1280, height: 900 } });
+export async function openPage(browser: Browser, baseUrl: string, options: { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark' } = {}): Promise<{ context: BrowserContext; page: Page; consoleErrors: string[]; screenshot(name: string): Promise<void> }> {
+  const context = await browser.newContext({ baseURL: baseUrl, viewport: options.viewport ?? { width: 1280, height: 900 }, colorScheme: options.colorScheme ?? 'light' });
   const page = await context.newPage();
   const consoleErrors: string[] = [];
   page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()); });
@@ -97,4 +98,46 @@ export function apiFromPage(page: Page, method: string, path: string, body?: unk
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
   }, [method, path, body] as const);
+}
+
+/** The two sizes every page is checked at (issue 18): a laptop and a phone. */
+export const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core run in the page: its serious and critical violations, as `rule: target (summary)` lines. */
+export async function axeViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ content: AXE_SOURCE });
+  return page.evaluate(async () => {
+    type AxeResult = { violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[]; failureSummary?: string }> }> };
+    const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<AxeResult> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')} (${(n.failureSummary ?? '').split('\n').slice(1, 2).join('').trim()})`));
+  });
+}
+
+/**
+ * How far the page scrolls sideways (`document.scrollingElement.scrollWidth` past the window;
+ * 0 when it fits), with the elements that stick out and are not inside a box that scrolls.
+ */
+export async function horizontalOverflow(page: Page): Promise<{ by: number; culprits: string[] }> {
+  return page.evaluate(() => {
+    const root = document.scrollingElement!;
+    const by = root.scrollWidth - window.innerWidth;
+    const clipped = (el: Element) => {
+      for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) if (getComputedStyle(up).overflowX !== 'visible') return true;
+      return false;
+    };
+    const culprits = by <= 0 ? [] : [...document.querySelectorAll('body *')]
+      .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1 && !clipped(el))
+      .slice(0, 8).map((el) => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')} → ${Math.round(el.getBoundingClientRect().right)}`);
+    return { by, culprits };
+  });
+}
+
+/** Waits until the page shows no skeleton loader (its data arrived), up to `ms`. */
+export async function settled(page: Page, ms = 10_000): Promise<void> {
+  await page.waitForFunction(() => !document.querySelector('[data-testid="skeleton"]'), undefined, { timeout: ms }).catch(() => undefined);
+  await page.waitForTimeout(150);
 }

@@ -45,13 +45,18 @@ export function issueText(message: string): string {
   return 'is not valid';
 }
 
-/** `Invalid body field "code": …` → the field and the issue; undefined for other messages. */
-function validationOf(error: ApiError): { field: string; issue: string } | undefined {
+/**
+ * The field a 400 names and a sentence about it: a route-schema failure
+ * (`Invalid body field "code": …`) is reworded; a message a handler wrote for people ("The code
+ * does not match…") is kept as it is. Undefined when no field is named.
+ */
+function validationOf(error: ApiError): { field: string; sentence: string } | undefined {
   if (error.code !== 'invalid_request') return undefined;
   const match = /^Invalid \w+ field "([^"]+)": (.*)$/s.exec(error.message);
   const field = error.field ?? match?.[1];
   if (!field || error.message.startsWith('Unknown field')) return undefined;
-  return { field, issue: issueText(match ? match[2]! : error.message) };
+  if (!match) return { field, sentence: withoutApiPaths(error.message) };
+  return { field, sentence: `${fieldLabel(field)} ${issueText(match[2]!)}.` };
 }
 
 /** Drops API paths a server message may mention ("(POST /api/auth/mfa/verify)"): readers never need them. */
@@ -77,7 +82,7 @@ export function messageOf(err: unknown): string {
     return 'The dashboard sent something the server does not accept. Reload the page and try again.';
   }
   const validation = validationOf(err);
-  if (validation) return `${fieldLabel(validation.field)} ${validation.issue}.`;
+  if (validation) return validation.sentence;
   return withoutApiPaths(err.message) || 'Something went wrong.';
 }
 
@@ -85,7 +90,7 @@ export function messageOf(err: unknown): string {
 export function fieldErrorsOf(err: unknown): Record<string, string> {
   if (!(err instanceof ApiError)) return {};
   const validation = validationOf(err);
-  return validation ? { [validation.field]: `${fieldLabel(validation.field)} ${validation.issue}.` } : {};
+  return validation ? { [validation.field]: validation.sentence } : {};
 }
 
 /** `42 s`, `3 min`, `1 h 5 min`. */
