@@ -177,6 +177,8 @@ describe('the operations console in a real browser: overview, audit explorer, in
     await bars.first().click();
     await page.waitForURL(/\/audit\?from=[^&]+&to=[^&]+&tool=get_me$/);
     await page.getByLabel('From').waitFor();
+    await page.locator('.results[aria-busy="false"]').waitFor();
+    await expect.poll(() => page.getByText('Updating…').count()).toBe(0);
     await screenshot('console-audit-filtered');
     expect(unexpectedConsoleErrors(consoleErrors)).toEqual([]);
   });
@@ -328,6 +330,12 @@ describe('the operations console in a real browser: overview, audit explorer, in
         await page.goto('/audit');
         await page.locator('tr.entry').first().waitFor();
         await expect(page.getByLabel('Decision').isVisible()).resolves.toBe(false);
+        // The drawer takes focus; Escape closes it and gives focus back to its button.
+        await page.getByRole('button', { name: /^Filters/ }).click();
+        await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('f-agent');
+        await page.keyboard.press('Escape');
+        await expect(page.getByLabel('Decision').isVisible()).resolves.toBe(false);
+        await expect(page.evaluate(() => document.activeElement?.textContent?.trim())).resolves.toMatch(/^Filters/);
         await page.getByRole('button', { name: /^Filters/ }).click();
         await page.getByLabel('Decision').selectOption('DENY');
         await page.waitForURL(/\/audit\?result=DENY$/);
