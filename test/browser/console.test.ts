@@ -1,9 +1,9 @@
-import { createRequire } from 'node:module';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { DEMO_OWNER_EMAIL, DEMO_POLICY_KEY } from '@portcullis/standalone';
-import { apiFromPage, launchChromium, openPage, signInThroughPage, startProduct, unexpectedConsoleErrors, type RunningProduct } from '../support/browser.ts';
+import {
+  VIEWPORTS as SIZES, apiFromPage, axeViolations, horizontalOverflow, launchChromium, openPage, signInThroughPage, startProduct, unexpectedConsoleErrors, type RunningProduct,
+} from '../support/browser.ts';
 import { connectMcp } from '../support/mcp-client.ts';
 import { latestMailTo } from '../support/dashboard-session.ts';
 import { apiClient, signInThroughOutbox } from '../support/api-client.ts';
@@ -15,39 +15,11 @@ import { apiClient, signInThroughOutbox } from '../support/api-client.ts';
 
 type OpenedPage = Awaited<ReturnType<typeof openPage>>;
 
+/** The page's globals a test reads in `page.evaluate` (the test's tsconfig has no DOM types). */
+type InPage = { document: { activeElement: { id: string; textContent: string | null } } };
+
 const JOINER = 'console-joiner@example.com';
 const REVOKED = 'console-revoked@example.com';
-const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** axe-core in the page: the serious and critical violations, as `rule: target` lines. */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ content: AXE_SOURCE });
-  const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')}`));
-  });
-  return violations;
-}
-
-/** How far the page scrolls sideways (0 when it fits), with the widest elements that stick out. */
-async function horizontalOverflow(page: Page): Promise<{ by: number; culprits: string[] }> {
-  return page.evaluate(() => {
-    const root = document.scrollingElement!;
-    const by = root.scrollWidth - root.clientWidth;
-    /** Inside a box that clips or scrolls sideways, sticking out is that box's business. */
-    const clipped = (el: Element) => {
-      for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) if (getComputedStyle(up).overflowX !== 'visible') return true;
-      return false;
-    };
-    const culprits = by <= 0 ? [] : [...document.querySelectorAll('body *')]
-      .filter((el) => el.getBoundingClientRect().right > root.clientWidth + 1 && !clipped(el))
-      .slice(0, 8).map((el) => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')} → ${Math.round(el.getBoundingClientRect().right)}`);
-    return { by, culprits };
-  });
-}
 
 describe('the operations console in a real browser: overview, audit explorer, invites, simulation', () => {
   let product: RunningProduct;
@@ -139,7 +111,7 @@ describe('the operations console in a real browser: overview, audit explorer, in
     const rows = page.locator('tr.entry');
     await expect.poll(() => rows.count()).toBeGreaterThanOrEqual(calls.allowed + calls.denied);
     // Dense: at least 20 rows inside the window, without scrolling.
-    const visible = await rows.evaluateAll((trs) => trs.filter((tr) => tr.getBoundingClientRect().bottom <= window.innerHeight).length);
+    const visible = await rows.evaluateAll((trs) => trs.filter((tr) => tr.getBoundingClientRect().bottom <= (globalThis as unknown as { innerHeight: number }).innerHeight).length);
     expect(visible).toBeGreaterThanOrEqual(20);
     await page.getByTestId('audit-histogram').waitFor();
     await screenshot('console-audit-1920');
@@ -332,10 +304,10 @@ describe('the operations console in a real browser: overview, audit explorer, in
         await expect(page.getByLabel('Decision').isVisible()).resolves.toBe(false);
         // The drawer takes focus; Escape closes it and gives focus back to its button.
         await page.getByRole('button', { name: /^Filters/ }).click();
-        await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('f-agent');
+        await expect.poll(() => page.evaluate(() => (globalThis as unknown as InPage).document.activeElement.id)).toBe('f-agent');
         await page.keyboard.press('Escape');
         await expect(page.getByLabel('Decision').isVisible()).resolves.toBe(false);
-        await expect(page.evaluate(() => document.activeElement?.textContent?.trim())).resolves.toMatch(/^Filters/);
+        await expect(page.evaluate(() => (globalThis as unknown as InPage).document.activeElement.textContent?.trim())).resolves.toMatch(/^Filters/);
         await page.getByRole('button', { name: /^Filters/ }).click();
         await page.getByLabel('Decision').selectOption('DENY');
         await page.waitForURL(/\/audit\?result=DENY$/);
