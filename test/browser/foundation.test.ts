@@ -16,6 +16,7 @@ import { latestMailTo } from '../support/dashboard-session.ts';
 const OWNER = 'foundation-owner@example.com';
 const MFA_USER = 'foundation-mfa@example.com';
 const INVITEE = 'foundation-invitee@example.com';
+const FLOODED = 'foundation-flooded@example.com';
 
 type OpenedPage = Awaited<ReturnType<typeof openPage>>;
 
@@ -181,6 +182,27 @@ describe('the dashboard foundation in a real browser (issue 18: guards, states, 
     await page.waitForURL((url) => url.pathname === `/agents/${agentId}/members`);
     await page.getByRole('heading', { name: /Members/ }).first().waitFor();
     expect(unexpectedConsoleErrors(consoleErrors, '401')).toEqual([]);
+    await context.close();
+  });
+
+  it('a rate-limited request says so in words, counts down from Retry-After and shows the request id', async () => {
+    const { page, context, consoleErrors, screenshot } = await openPage(browser, product.baseUrl, { viewport: VIEWPORTS.phone });
+    await page.goto('/sign-in');
+    // Five codes per address per window (RATE_LIMIT_MAGIC_LINK_PER_ADDRESS): the sixth is refused.
+    for (let i = 0; i < 5; i++) {
+      await page.getByLabel('E-mail address').fill(FLOODED);
+      await page.getByRole('button', { name: 'Send me a code' }).click();
+      await page.getByLabel('Sign-in code').waitFor();
+      await page.getByRole('button', { name: 'Use another address' }).click();
+    }
+    await page.getByLabel('E-mail address').fill(FLOODED);
+    await page.getByRole('button', { name: 'Send me a code' }).click();
+    await page.getByTestId('retry-countdown').waitFor();
+    expect(await page.getByTestId('error-message').locator('.message').textContent()).toBe('Too many attempts.');
+    expect(await page.getByTestId('retry-countdown').textContent()).toMatch(/^You can try again in \d+ (s|min)\.$/);
+    expect(await page.getByTestId('request-id').textContent()).toMatch(/^[0-9a-f-]{36}$/);
+    await screenshot('foundation-rate-limited-390');
+    expect(unexpectedConsoleErrors(consoleErrors, '429')).toEqual([]);
     await context.close();
   });
 
