@@ -820,8 +820,12 @@ export interface paths {
                             }[];
                             /** @description Most denies first */
                             memberDenyRates: {
+                                /** @description The audit `member` filter */
                                 memberId: string;
                                 memberName: string;
+                                /** @description The agent of the membership (a member id is one person on one agent) */
+                                agentId: string;
+                                agentName: string;
                                 calls: number;
                                 denies: number;
                                 /** @description denies / calls, 0..1 */
@@ -1982,11 +1986,20 @@ export interface paths {
                             unchanged: number;
                             allowToDeny: number;
                             denyToAllow: number;
+                            /** @description Up to 20 changed entries, newest first */
                             samples: {
+                                /** @description The audit entry replayed (GET /api/audit lists it) */
                                 entryId: string;
                                 before: string;
                                 after: string;
                                 reason: string;
+                                /** @description The entry's time, ISO 8601 */
+                                timestamp: string;
+                                memberId: string;
+                                /** @description The member's e-mail or display name, as the entry recorded it */
+                                memberName: string;
+                                service: string;
+                                tool: string;
                             }[];
                             skipped?: number;
                             from?: string;
@@ -2601,6 +2614,149 @@ export interface paths {
             };
         };
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/invites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Open invites (not used, not expired): who was invited, by whom, until when; never the token (owner) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first */
+                            invites: {
+                                id: string;
+                                /** @description The invited address */
+                                email: string;
+                                /** @description E-mail of the user who sent it; null when that account is gone */
+                                invitedBy: string | null;
+                                /** @description ISO 8601 */
+                                createdAt: string;
+                                /** @description ISO 8601 */
+                                expiresAt: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/invites/{inviteId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mail a fresh link (valid 7 days) for an unused invite; the old link stops working. Counted by the invite limits (owner) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    inviteId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never> | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @description The invited address */
+                            email: string;
+                            /** @description E-mail of the user who sent it; null when that account is gone */
+                            invitedBy: string | null;
+                            /** @description ISO 8601 */
+                            createdAt: string;
+                            /** @description ISO 8601 */
+                            expiresAt: string;
+                            token: string;
+                            url: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/invites/{inviteId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an unused invite: its link no longer joins (owner) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    inviteId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
