@@ -3,7 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { generate } from 'otplib';
 import {
   apiFromPage, axeViolations, horizontalOverflow, launchChromium, openPage, settled, signInThroughPage, startProduct,
-  unexpectedConsoleErrors, VIEWPORTS, type RunningProduct,
+  unexpectedConsoleErrors, VIEWPORTS, type InPage, type RunningProduct,
 } from '../support/browser.ts';
 import { latestMailTo } from '../support/dashboard-session.ts';
 
@@ -117,9 +117,9 @@ describe('the dashboard foundation in a real browser (issue 18: guards, states, 
     await page.getByRole('button', { name: 'Sign out' }).waitFor({ state: 'visible' });
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit log' }).waitFor({ state: 'visible' });
     await phone.screenshot('foundation-menu-open-390');
-    const tabs = await page.getByRole('navigation', { name: 'Agent sections' }).evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth, overflowX: getComputedStyle(el).overflowX }));
+    const tabs = await page.getByRole('navigation', { name: 'Agent sections' }).evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth, overflowX: (globalThis as unknown as InPage).getComputedStyle(el).overflowX }));
     expect(tabs.overflowX).toBe('auto');
-    expect(await page.evaluate(() => document.scrollingElement!.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.evaluate(() => (globalThis as unknown as InPage).document.scrollingElement!.scrollWidth)).toBeLessThanOrEqual(390);
     await phone.context.close();
   });
 

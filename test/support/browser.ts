@@ -105,13 +105,25 @@ export const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
+/** An element as the in-page checks below read it. */
+interface InPageElement { tagName: string; classList: Iterable<string>; parentElement: InPageElement | null; getBoundingClientRect(): { right: number } }
+/**
+ * The few browser globals the in-page functions here use, read from `globalThis` (the root
+ * tsconfig has no DOM library: these functions run in the page, not in Node).
+ */
+export interface InPage {
+  document: { scrollingElement: { scrollWidth: number } | null; body: InPageElement; querySelector(selector: string): unknown; querySelectorAll(selector: string): Iterable<InPageElement> };
+  innerWidth: number;
+  getComputedStyle(element: unknown): { overflowX: string };
+}
+
 /** axe-core run in the page: its serious and critical violations, as `rule: target (summary)` lines. */
 export async function axeViolations(page: Page): Promise<string[]> {
   await page.addScriptTag({ content: AXE_SOURCE });
   return page.evaluate(async () => {
     type AxeResult = { violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[]; failureSummary?: string }> }> };
     const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<AxeResult> } }).axe;
-    const result = await axe.run(document, { resultTypes: ['violations'] });
+    const result = await axe.run((globalThis as unknown as InPage).document, { resultTypes: ['violations'] });
     return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
       .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')} (${(n.failureSummary ?? '').split('\n').slice(1, 2).join('').trim()})`));
   });
@@ -123,9 +135,11 @@ export async function axeViolations(page: Page): Promise<string[]> {
  */
 export async function horizontalOverflow(page: Page): Promise<{ by: number; culprits: string[] }> {
   return page.evaluate(() => {
+    const { document, getComputedStyle } = globalThis as unknown as InPage;
+    const window = globalThis as unknown as InPage;
     const root = document.scrollingElement!;
     const by = root.scrollWidth - window.innerWidth;
-    const clipped = (el: Element) => {
+    const clipped = (el: InPageElement) => {
       for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) if (getComputedStyle(up).overflowX !== 'visible') return true;
       return false;
     };
@@ -138,6 +152,6 @@ export async function horizontalOverflow(page: Page): Promise<{ by: number; culp
 
 /** Waits until the page shows no skeleton loader (its data arrived), up to `ms`. */
 export async function settled(page: Page, ms = 10_000): Promise<void> {
-  await page.waitForFunction(() => !document.querySelector('[data-testid="skeleton"]'), undefined, { timeout: ms }).catch(() => undefined);
+  await page.waitForFunction(() => !(globalThis as unknown as InPage).document.querySelector('[data-testid="skeleton"]'), undefined, { timeout: ms }).catch(() => undefined);
   await page.waitForTimeout(150);
 }
