@@ -18,8 +18,6 @@ type OpenedPage = Awaited<ReturnType<typeof openPage>>;
 /** The page's globals a test reads in `page.evaluate` (the test's tsconfig has no DOM types). */
 type InPage = { document: { activeElement: { id: string; textContent: string | null } } };
 
-const JOINER = 'console-joiner@example.com';
-const REVOKED = 'console-revoked@example.com';
 
 describe('the operations console in a real browser: overview, audit explorer, invites, simulation', () => {
   let product: RunningProduct;
@@ -63,9 +61,9 @@ describe('the operations console in a real browser: overview, audit explorer, in
     await product?.stop();
   });
 
-  it('the home overview shows the audit service\'s series, equal to GET /api/audit\'s counts; a bar and a row open the filtered log', async () => {
+  for (const [size, viewport] of Object.entries(SIZES)) it(`the home overview at ${size} shows the audit service's series, equal to GET /api/audit's counts; a bar and a row open the filtered log`, async () => {
     const { page, screenshot, consoleErrors } = owner;
-    await page.setViewportSize(SIZES.desktop);
+    await page.setViewportSize(viewport);
     await page.goto('/');
     const chart = page.getByTestId('overview-series');
     await chart.waitFor();
@@ -86,7 +84,7 @@ describe('the operations console in a real browser: overview, audit explorer, in
     await page.getByTestId('top-denied-tools').getByRole('link', { name: /delete_repository/ }).waitFor();
     await expect(page.getByTestId('top-denied-policies').textContent()).resolves.toContain('Block destructive GitHub tools');
     await expect(page.getByTestId('member-deny-rates').textContent()).resolves.toContain(DEMO_OWNER_EMAIL);
-    await screenshot('console-overview-desktop');
+    await screenshot(`console-overview-chart-${size}`);
 
     // A bar opens the audit log of its period: the same number of entries.
     const bar = chart.locator('a.bar:not([data-calls="0"])').last();
@@ -155,9 +153,11 @@ describe('the operations console in a real browser: overview, audit explorer, in
     expect(unexpectedConsoleErrors(consoleErrors)).toEqual([]);
   });
 
-  it('open invites are listed, resent and revoked; a pending member shows a badge and is approved in one click', async () => {
+  for (const [size, viewport] of Object.entries(SIZES)) it(`at ${size}, open invites are listed, resent and revoked; a pending member shows a badge and is approved in one click`, async () => {
     const { page, screenshot, consoleErrors } = owner;
-    await page.setViewportSize(SIZES.desktop);
+    await page.setViewportSize(viewport);
+    const JOINER = `console-joiner-${size}@example.com`;
+    const REVOKED = `console-revoked-${size}@example.com`;
     await page.goto(`/agents/${agentId}/members`);
     const send = async (email: string) => {
       await page.getByLabel('E-mail address to invite').fill(email);
@@ -169,7 +169,7 @@ describe('the operations console in a real browser: overview, audit explorer, in
     const invites = page.getByRole('table', { name: 'Open invites' });
     await invites.getByRole('row', { name: new RegExp(JOINER) }).waitFor();
     await invites.getByRole('row', { name: new RegExp(REVOKED) }).waitFor();
-    await screenshot('console-members-invites');
+    await screenshot(`console-members-invites-${size}`);
 
     // Resend: a fresh link by mail; the old one stops working.
     const firstLink = latestMailTo(product.outboxDir, JOINER).link;
@@ -201,7 +201,7 @@ describe('the operations console in a real browser: overview, audit explorer, in
     await page.goto(`/agents/${agentId}/members`);
     await expect(page.getByTestId('pending-badge').textContent()).resolves.toBe('1 pending');
     await expect.poll(() => invites.getByRole('row', { name: new RegExp(JOINER) }).count()).toBe(0);
-    await screenshot('console-members-pending');
+    await screenshot(`console-members-pending-${size}`);
     await page.getByRole('button', { name: `Approve ${JOINER}` }).click();
     await page.getByText(`${JOINER} approved.`).waitFor();
     await expect.poll(() => page.getByTestId('pending-badge').count()).toBe(0);
@@ -218,7 +218,7 @@ describe('the operations console in a real browser: overview, audit explorer, in
       await member.page.goto('/audit');
       await member.page.getByTestId('audit-histogram').waitFor();
       await member.page.locator('tr.entry').first().waitFor();
-      await member.screenshot('console-audit-member');
+      await member.screenshot(`console-audit-member-${size}`);
       expect(member.consoleErrors).toEqual([]);
     } finally {
       await member.context.close();
