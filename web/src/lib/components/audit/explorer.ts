@@ -1,6 +1,6 @@
 // The audit explorer's view as the URL holds it: the API's filters, a relative time preset,
 // paging. Links from the home overview and clicks on cells and bars all write this query.
-import { DEFAULT_LIMIT, filterParams, viewFromQuery, type AuditFilters, type AuditView } from '$lib/api/audit.ts';
+import { DEFAULT_LIMIT, filterParams, viewFromQuery, type AuditFilters, type AuditView } from '../../api/audit.ts';
 
 /** Relative ranges, each kept in the URL as `range=<key>` so a reload means "the last hour" again. */
 export const PRESETS = [
