@@ -46,15 +46,16 @@ export async function getOverview(range: { from?: string; to?: string }): Promis
 /** A choice of a filter dropdown: the value sent to the API and what the reader sees. */
 export interface FilterOption { value: string; label: string }
 
-/** Agents the caller can see, by name (the audit `agent` filter matches names). */
+/** Agents whose audit the caller can read (owner or approved member), by name (the audit `agent` filter matches names). */
 export async function agentOptions(): Promise<Agent[]> {
   const agents: Agent[] = [];
   for (let offset = 0; offset < 2_000; offset += 100) {
     const page = await listAgents({ limit: 100, offset, sortBy: 'name', sortDir: 'asc' });
     agents.push(...page.agents);
-    if (page.agents.length < 100 || agents.length >= page.total) break;
+    if (page.agents.length < 100 || offset + page.agents.length >= page.total) break;
   }
-  return agents;
+  // A pending member reads none of an agent's audit: offering it would filter to nothing.
+  return agents.filter((a) => a.membership.status === 'approved');
 }
 
 export async function serviceOptions(): Promise<FilterOption[]> {
