@@ -49,3 +49,13 @@ describe('messages handlers wrote for people', () => {
     expect(fieldErrorsOf(err)).toEqual({ code: 'The code does not match. Check the time on your phone.' });
   });
 });
+
+describe('every field a 400 names', () => {
+  it('gets its own sentence (details.issues, decision 039)', () => {
+    const err = new ApiError(400, 'invalid_request', 'Invalid body field "clientId": Too small: expected string to have >=1 characters', {
+      field: 'clientId', in: 'body', issue: 'Too small: expected string to have >=1 characters',
+      issues: [{ field: 'clientId', issue: 'Too small: expected string to have >=1 characters' }, { field: 'clientSecret', issue: 'Invalid input: expected string, received undefined' }],
+    });
+    expect(fieldErrorsOf(err)).toEqual({ clientId: 'Client ID must not be empty.', clientSecret: 'Client secret is required.' });
+  });
+});

@@ -86,11 +86,29 @@ export function messageOf(err: unknown): string {
   return withoutApiPaths(err.message) || 'Something went wrong.';
 }
 
-/** Field → readable message, for the field the API named (`details.field`); empty when none. */
+/**
+ * Field → readable message for every field a 400 names: each of `details.issues`
+ * (`[{field, issue}]`, decision 039), else the one `details.field`; empty when none.
+ */
 export function fieldErrorsOf(err: unknown): Record<string, string> {
   if (!(err instanceof ApiError)) return {};
+  const fields: Record<string, string> = {};
+  const issues = err.code === 'invalid_request' && Array.isArray(err.details?.issues) ? err.details.issues as Array<{ field?: unknown; issue?: unknown }> : [];
+  for (const { field, issue } of issues) {
+    if (typeof field === 'string' && typeof issue === 'string' && issue !== 'is not a known field') fields[field] = `${fieldLabel(field)} ${issueText(issue)}.`;
+  }
   const validation = validationOf(err);
-  return validation ? { [validation.field]: validation.sentence } : {};
+  if (validation) fields[validation.field] = validation.sentence;
+  return fields;
+}
+
+/**
+ * The error a form shows above its fields: none when every field the API named is one the form
+ * marks beside its input (`shown`), else the error itself.
+ */
+export function generalError(err: unknown, shown: readonly string[]): unknown {
+  const named = Object.keys(fieldErrorsOf(err));
+  return named.length > 0 && named.every((field) => shown.includes(field)) ? undefined : err;
 }
 
 /** `42 s`, `3 min`, `1 h 5 min`. */
