@@ -134,7 +134,8 @@ export async function exportAudit(filters: AuditFilters, format: ExportFormat, o
     const body = await res.json().catch(() => undefined) as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | undefined;
     throw new ApiError(res.status, body?.error?.code ?? 'http_error', body?.error?.message ?? `The server answered ${res.status}.`, body?.error?.details);
   }
-  const chunks: BlobPart[] = [];
+  // The Blob's own parameter type: the DOM's BlobPart in the browser, Node's in the unit tests' type-check.
+  const chunks: NonNullable<ConstructorParameters<typeof Blob>[0]> = [];
   const counter = new RecordCounter(format);
   const decoder = new TextDecoder();
   let bytes = 0;
