@@ -15,3 +15,4 @@ export { harvestedEntities } from './harvested-entities.ts';
 export { toolSessions, type ToolSessionStatus } from './tool-sessions.ts';
 export { deletedAgentOwners } from './deleted-agent-owners.ts';
 export { rateLimitEvents } from './rate-limit-events.ts';
+export { mcpOAuthClients, mcpOAuthGrants, mcpOAuthTokens, type McpOAuthSecretKind } from './mcp-oauth.ts';
