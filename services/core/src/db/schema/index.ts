@@ -16,3 +16,4 @@ export { toolSessions, type ToolSessionStatus } from './tool-sessions.ts';
 export { deletedAgentOwners } from './deleted-agent-owners.ts';
 export { rateLimitEvents } from './rate-limit-events.ts';
 export { mcpOAuthClients, mcpOAuthGrants, mcpOAuthTokens, type McpOAuthSecretKind } from './mcp-oauth.ts';
+export { auditSinks, type AuditSinkKind } from './audit-sinks.ts';
