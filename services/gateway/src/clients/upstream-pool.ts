@@ -1,5 +1,5 @@
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { UpstreamHttpError, UpstreamSession, UpstreamTimeout } from './upstream-session.ts';
+import { UpstreamEraChanged, UpstreamHttpError, UpstreamSession, UpstreamTimeout } from './upstream-session.ts';
 
 /** Raised when an upstream connector fails; the message is safe to show the caller. */
 export class UpstreamError extends Error {
@@ -56,9 +56,12 @@ function classify(err: unknown): UpstreamError {
   return new UpstreamError(`The connector failed: ${message.slice(0, 300)}`, 'protocol', { cause: err });
 }
 
-/** The upstream forgot the session (it restarted or expired it): safe to retry on a new one. */
+/**
+ * The upstream forgot the session (it restarted or expired it), or no longer serves the
+ * revision the session speaks: safe to retry on a new one.
+ */
 function isSessionGone(err: unknown): boolean {
-  return err instanceof UpstreamHttpError && err.status === 404;
+  return (err instanceof UpstreamHttpError && err.status === 404) || err instanceof UpstreamEraChanged;
 }
 
 /**
