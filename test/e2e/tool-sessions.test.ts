@@ -168,6 +168,14 @@ describe('tool sessions served by any replica', () => {
     const byTool = Object.fromEntries(activity.body.tools.map((tool: { tool: string; calls: number }) => [tool.tool, tool.calls]));
     expect(byTool).toEqual({ get_me: 2, list_issues: 1 });
     expect(activity.body.policies).toEqual([]); // a session-limit forbid that never matched
+    // Every field survives the routes' response schemas (decision 045).
+    const SESSION_FIELDS = ['agentId', 'clientName', 'clientVersion', 'createdAt', 'endReason', 'endedAt', 'id', 'keyId', 'lastSeenAt', 'memberEmail', 'memberId', 'protocolVersion', 'status'];
+    expect(Object.keys(activity.body).sort()).toEqual(['allowed', 'calls', 'denied', 'firstCallAt', 'lastCallAt', 'policies', 'session', 'tools']);
+    expect(Object.keys(activity.body.session).sort()).toEqual(SESSION_FIELDS);
+    expect(Object.keys(mine.body.sessions[0]).sort()).toEqual(SESSION_FIELDS);
+    expect(activity.body.session).toMatchObject({ id: sessionId, agentId, memberId: member.memberId });
+    expect(activity.body.firstCallAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(Object.keys(activity.body.tools[0]).sort()).toEqual(['allowed', 'calls', 'denied', 'service', 'tool']);
   });
 
   it('bad ids are 400, foreign sessions 404, and a refused reset changes nothing', async () => {

@@ -116,6 +116,63 @@ describe('the agent filter after a rename (decision 035)', () => {
   });
 });
 
+describe('GET /api/audit answers every field of the spec (its response schema, decision 045)', () => {
+  it('a full entry keeps every field as recorded: the spec\'s table, `user`, `sessionId` and `policyVersionIds`', async () => {
+    const res = await get(`/api/audit?agentId=${agent.support}&result=DENY&tool=delete`);
+    expect(res.statusCode, res.body).toBe(200);
+    const s2 = seeded.s2!;
+    expect(res.json()).toEqual({
+      total: 1,
+      entries: [{
+        id: s2.id, timestamp: '2026-10-01T11:00:00.000Z', agentId: agent.support, agentName: 'Support Desk',
+        memberId: memberOf[agent.support]!.owner, memberName: roles.email.owner, user: roles.email.owner, memberKeyId: s2.memberKeyId,
+        sessionId: 'session-1', service: 'github', tool: 'delete_repository', action: s2.action, resource: s2.resource, callerIp: CALLER_IP,
+        toolArgs: { title: 'Bug', body: 'It broke' }, decision: 'DENY', reason: 's2: no, "really", not now',
+        matchedPolicyIds: ['no-deletes', 'repo-guard'], matchedPolicyNames: ['No deletes', 'Repo guard'], policyVersionIds: ['ver-s2'],
+        durationMs: 12.5, principal: s2.principal,
+      }],
+    });
+  });
+});
+
+describe('the exact agentId filter (decision 045)', () => {
+  const reasons = async (url: string, actor: Actor = 'owner') => {
+    const res = await get(url, actor);
+    expect(res.statusCode, res.body).toBe(200);
+    return ((res.json() as { entries: Array<{ reason: string }> }).entries.map((e) => e.reason)).sort();
+  };
+  const histogramTotal = async (url: string, actor: Actor = 'owner') =>
+    ((await get(url, actor)).json() as { buckets: Array<{ calls: number }> }).buckets.reduce((n, b) => n + b.calls, 0);
+
+  it('lists, counts and exports one agent\'s entries, for its owner and an approved member', async () => {
+    for (const actor of ['owner', 'member'] as const) {
+      expect(await reasons(`/api/audit?agentId=${agent.support}&from=2026-09-30`, actor)).toEqual(['s1', 's2: no, "really", not now', 's3']);
+      expect(await histogramTotal(`/api/audit/histogram?agentId=${agent.support}&from=2026-09-30`, actor)).toBe(3);
+      expect(col(await csvRows(`agentId=${agent.support}&from=2026-09-30`, actor), 'agent')).toEqual(['Support Desk', 'Support Desk', 'Support Desk']);
+    }
+    expect(await reasons(`/api/audit?agentId=${agent.trusted}`)).toEqual(['t1', 't2']);
+    // With the name substring too, both must hold.
+    expect(await reasons(`/api/audit?agentId=${agent.support}&agent=trusted`)).toEqual([]);
+    expect(await reasons(`/api/audit?agentId=${agent.support}&agent=DESK&result=ALLOW&from=2026-09-30`)).toEqual(['s1']);
+  });
+
+  it('an agent the caller cannot see, or none at all, matches nothing: 200 and empty, as for an unknown member or policy id', async () => {
+    for (const [actor, id] of [['outsider', agent.support], ['pending', agent.support], ['rejected', agent.support], ['owner', agent.outsiders], ['owner', randomUUID()]] as const) {
+      expect(await reasons(`/api/audit?agentId=${id}`, actor), `${actor}`).toEqual([]);
+      expect(((await get(`/api/audit?agentId=${id}`, actor)).json() as { total: number }).total).toBe(0);
+      expect(await histogramTotal(`/api/audit/histogram?agentId=${id}`, actor)).toBe(0);
+      expect(await csvRows(`agentId=${id}`, actor)).toEqual([]);
+    }
+  });
+
+  it('keeps the redaction: a member of a trusted agent finds no entry by a hidden policy there', async () => {
+    expect(await reasons(`/api/audit?agentId=${agent.trusted}&policy=${P9}`, 'owner')).toEqual(['t1']);
+    expect(await reasons(`/api/audit?agentId=${agent.trusted}&policy=${P9}`, 'member')).toEqual([]);
+    const [t1] = (await get(`/api/audit?agentId=${agent.trusted}&result=DENY`, 'member')).json().entries as Array<{ matchedPolicyIds: string[] }>;
+    expect(t1!.matchedPolicyIds).toEqual([]);
+  });
+});
+
 describe('GET /api/audit/export as CSV', () => {
   it('is an attachment with the spec columns (exact header, no callerIp), RFC 4180 quoting, names for agent and member', async () => {
     const res = await get('/api/audit/export?agent=support');
@@ -383,5 +440,20 @@ describe('streaming', () => {
   it('an unknown agentId in member-stats is a 404, not an empty answer', async () => {
     const res = await get(`/api/dashboard/member-stats?agentId=${randomUUID()}`);
     expect(res.statusCode).toBe(404);
+  });
+});
+
+describe('an entry without an MCP session (last: it adds an entry the counts above do not expect)', () => {
+  it('an entry of a call without an MCP session leaves `sessionId` out, and the rest stays', async () => {
+    const lone = makeEntry({
+      agentId: agent.support, agentName: 'Support Desk', memberId: memberOf[agent.support]!.member!, memberName: roles.email.member!,
+      sessionId: '', timestamp: '2026-08-01T00:00:00.000Z', reason: 'no-session', toolArgs: { nested: { list: [1, 'two', null] } },
+    });
+    await audit.store.insert([lone]);
+    const { entries } = (await get(`/api/audit?agentId=${agent.support}&to=2026-08-01`)).json() as { entries: Array<Record<string, unknown>> };
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).not.toHaveProperty('sessionId');
+    expect(entries[0]).toMatchObject({ id: lone.id, reason: 'no-session', toolArgs: { nested: { list: [1, 'two', null] } }, matchedPolicyIds: [], policyVersionIds: [] });
+    expect(Object.keys(entries[0]!)).toHaveLength(21);
   });
 });

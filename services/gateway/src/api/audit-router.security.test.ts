@@ -64,6 +64,12 @@ describe('bad query parameters → 400 invalid_request naming the field, never 5
     ['/api/audit/export', `tool=${'x'.repeat(201)}`, 'tool'],
     ['/api/audit/export', 'callerIp=1.2.3.4', 'callerIp', 'unknown'],
     ['/api/audit/members', 'agentId=x', 'agentId', 'unknown'],
+    ['/api/audit', 'agentId=not-a-uuid', 'agentId'],
+    ['/api/audit', "agentId=' OR 1=1 --", 'agentId'],
+    ['/api/audit', 'agentId=a&agentId=b', 'agentId'],
+    ['/api/audit/export', 'agentId=support-desk', 'agentId'],
+    ['/api/audit/histogram', 'agentId=123', 'agentId'],
+    ['/api/audit/stream', 'agentId=123', 'agentId'],
     ['/api/dashboard/stats', 'from=yesterday', 'from'],
     ['/api/dashboard/stats', 'agentId=x', 'agentId', 'unknown'],
     ['/api/dashboard/member-stats', 'to=soon', 'to'],
@@ -159,12 +165,13 @@ describe('OpenAPI', () => {
     };
     const params = (path: string) => doc.paths[path]?.get?.parameters?.map((p) => p.name).sort();
     expect(doc.paths['/api/audit/export']?.get?.tags).toEqual(['audit']);
-    expect(params('/api/audit/export')).toEqual(['agent', 'exportAll', 'format', 'from', 'max', 'member', 'offset', 'policy', 'result', 'service', 'to', 'tool']);
+    expect(params('/api/audit')).toEqual(['agent', 'agentId', 'from', 'limit', 'member', 'offset', 'policy', 'result', 'service', 'to', 'tool']);
+    expect(params('/api/audit/export')).toEqual(['agent', 'agentId', 'exportAll', 'format', 'from', 'max', 'member', 'offset', 'policy', 'result', 'service', 'to', 'tool']);
     expect(doc.paths['/api/audit/members']?.get?.tags).toEqual(['audit']);
     expect(doc.paths['/api/dashboard/stats']?.get?.tags).toEqual(['dashboard']);
     expect(params('/api/dashboard/stats')).toEqual(['from', 'to']);
     expect(params('/api/dashboard/member-stats')).toEqual(['agentId', 'from', 'to']);
-    expect(params('/api/audit/histogram')).toEqual(['agent', 'from', 'member', 'policy', 'result', 'service', 'to', 'tool']);
+    expect(params('/api/audit/histogram')).toEqual(['agent', 'agentId', 'from', 'member', 'policy', 'result', 'service', 'to', 'tool']);
     expect(params('/api/dashboard/overview')).toEqual(['agentId', 'from', 'to', 'top']);
     expect(params('/api/dashboard/pending-approvals')).toEqual(['agentId']);
     // The responses are described too: the dashboard generates its types from this document.
@@ -173,5 +180,19 @@ describe('OpenAPI', () => {
     expect(props('/api/audit/histogram')).toEqual(['bucketSeconds', 'buckets']);
     expect(props('/api/dashboard/overview')).toEqual(['agentsWithErrors', 'memberDenyRates', 'pendingApprovals', 'series', 'topDeniedPolicies', 'topDeniedTools', 'totals']);
     expect(props('/api/dashboard/pending-approvals')).toEqual(['members', 'total']);
+    // Decision 045: the audit, counter and tool-session answers are described too, every field the routes return.
+    expect(props('/api/audit')).toEqual(['entries', 'total']);
+    const entry = (full.paths['/api/audit']!.get.responses['200']!.content!['application/json']!.schema!.properties!.entries as { items: { properties: Record<string, unknown>; required: string[] } }).items;
+    expect(Object.keys(entry.properties).sort()).toEqual([
+      'action', 'agentId', 'agentName', 'callerIp', 'decision', 'durationMs', 'id', 'matchedPolicyIds', 'matchedPolicyNames', 'memberId', 'memberKeyId',
+      'memberName', 'policyVersionIds', 'principal', 'reason', 'resource', 'service', 'sessionId', 'timestamp', 'tool', 'toolArgs', 'user',
+    ]);
+    expect(entry.required).not.toContain('sessionId');
+    expect(props('/api/audit/members')).toEqual(['members']);
+    expect(props('/api/dashboard/stats')).toEqual(['agents', 'allowed', 'calls', 'denied', 'policies']);
+    expect(props('/api/dashboard/member-stats')).toEqual(['members']);
+    expect(props('/api/agents/{id}/sessions')).toEqual(['sessions', 'total']);
+    expect(props('/api/agents/{id}/my-sessions')).toEqual(['sessions', 'total']);
+    expect(props('/api/agents/{id}/sessions/{sessionId}/activity')).toEqual(['allowed', 'calls', 'denied', 'firstCallAt', 'lastCallAt', 'policies', 'session', 'tools']);
   });
 });

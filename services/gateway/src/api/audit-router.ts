@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { parseAuditBound, type AuditEntryMsg, type AuditFilterMsg, type Database } from '@portcullis/core';
+import { parseAuditBound, type AuditEntryMsg, type Decision, type AuditFilterMsg, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import { exportBody } from '../clients/export-body.ts';
 import { auditScopeOf, type AuditScope } from '../modules/audit/audit-scope.ts';
@@ -17,6 +17,8 @@ const filterShape = {
   from: auditBound.optional(),
   to: auditBound.optional(),
   agent: shortText.optional(),
+  /** Exact agent id (decision 045): narrows the caller's scope; an agent outside it matches nothing. */
+  agentId: z.guid('must be an agent id (a UUID)').optional(),
   service: shortText.optional(),
   tool: shortText.optional(),
   result: z.enum(['ALLOW', 'DENY']).optional(),
@@ -82,14 +84,17 @@ export const auditExportQuerySchema = withOrderedRange(z.strictObject({
 
 /**
  * The wire filter for the scope's agents and the REST filter fields (absent = empty = not
- * set). An `agent` substring also names the agents whose current name contains it: the audit
- * store knows only the names entries were recorded with (decision 035).
+ * set). An `agentId` narrows the scope's agents to that one (none when the caller cannot see
+ * it, so it matches nothing, as `member` and `policy` do — decision 045); agent id leads the
+ * store's sort key. An `agent` substring also names the agents whose current name contains it:
+ * the audit store knows only the names entries were recorded with (decision 035).
  */
 export function auditFilterOf(scope: Pick<AuditScope, 'agentIds' | 'agentNames'>, q: AuditFilterQuery): AuditFilterMsg {
+  const agentIds = q.agentId === undefined ? scope.agentIds : scope.agentIds.filter((id) => id === q.agentId);
   const needle = q.agent?.toLowerCase();
-  const agentIdsByCurrentName = needle ? scope.agentIds.filter((id) => scope.agentNames.get(id)?.toLowerCase().includes(needle)) : [];
+  const agentIdsByCurrentName = needle ? agentIds.filter((id) => scope.agentNames.get(id)?.toLowerCase().includes(needle)) : [];
   return {
-    agentIds: scope.agentIds, from: q.from ?? '', to: q.to ?? '', agent: q.agent ?? '', service: q.service ?? '', tool: q.tool ?? '',
+    agentIds, from: q.from ?? '', to: q.to ?? '', agent: q.agent ?? '', service: q.service ?? '', tool: q.tool ?? '',
     result: q.result ?? '', member: q.member ?? '', policy: q.policy ?? '', agentIdsByCurrentName,
   };
 }
@@ -102,8 +107,46 @@ function exportFileName(format: 'csv' | 'ndjson', now: Date): string {
 
 const EXPORT_CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', ndjson: 'application/x-ndjson' } as const;
 
-/** An audit entry as the REST API shows it: the spec's fields, plus `user`. */
-export function toApiEntry(e: AuditEntryMsg) {
+/**
+ * An audit entry as the REST API shows it: every field of the specification's table, plus
+ * `user` (the list example's name for `memberName`) and `policyVersionIds` (the versions in
+ * force, spec §7). The serializer keeps only what this schema names, so it names them all.
+ */
+export const auditEntrySchema = z.object({
+  id: z.string().describe('Unique entry id'),
+  timestamp: z.string().describe('ISO 8601, when the decision was made'),
+  agentId: z.string(),
+  agentName: z.string(),
+  memberId: z.string().describe('The member (membership) id: the `member` filter'),
+  memberName: z.string().describe('The member\'s e-mail or display name'),
+  user: z.string().describe('Same as memberName'),
+  memberKeyId: z.string().describe('Key record id, never the key'),
+  sessionId: z.string().optional().describe('MCP session id, where the call had one'),
+  service: z.string().describe('Connector key'),
+  tool: z.string(),
+  action: z.string().describe('Cedar action URI'),
+  resource: z.string().describe('Cedar resource the action targeted'),
+  callerIp: z.string(),
+  toolArgs: z.record(z.string(), z.unknown()).describe('Arguments passed to the tool; may be redacted'),
+  decision: z.enum(['ALLOW', 'DENY']),
+  reason: z.string(),
+  matchedPolicyIds: z.array(z.string()).describe('Keys of the policies that matched (empty where the caller may not see them)'),
+  matchedPolicyNames: z.array(z.string()),
+  policyVersionIds: z.array(z.string()).describe('The version in force of each matched policy'),
+  durationMs: z.number().describe('Total proxy time, upstream included'),
+  principal: z.string().describe('Cedar principal used in evaluation'),
+});
+
+/** GET /api/audit: one page, newest first, and how many entries match in all. */
+export const auditPageSchema = z.object({ entries: z.array(auditEntrySchema), total: z.number().int() });
+
+/** GET /api/audit/members. */
+export const auditMembersSchema = z.object({
+  members: z.array(z.object({ memberId: z.string().describe('The `member` filter'), memberName: z.string() })),
+});
+
+/** An audit entry as the REST API shows it (`auditEntrySchema`). */
+export function toApiEntry(e: AuditEntryMsg): z.output<typeof auditEntrySchema> {
   return {
     id: e.id,
     timestamp: e.timestamp,
@@ -120,7 +163,7 @@ export function toApiEntry(e: AuditEntryMsg) {
     resource: e.resource,
     callerIp: e.callerIp,
     toolArgs: safeJson(e.toolArgsJson),
-    decision: e.decision,
+    decision: e.decision as Decision,
     reason: e.reason,
     matchedPolicyIds: e.matchedPolicyIds,
     matchedPolicyNames: e.matchedPolicyNames,
@@ -141,7 +184,7 @@ function safeJson(text: string): Record<string, unknown> {
  */
 export async function auditRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: AuditClient }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.get('/api/audit', { schema: { tags: ['audit'], querystring: auditQuerySchema }, onRequest: requireUser(options.auth) }, async (request) => {
+  app.get('/api/audit', { schema: { tags: ['audit'], querystring: auditQuerySchema, response: { 200: auditPageSchema } }, onRequest: requireUser(options.auth) }, async (request) => {
     const q = request.query;
     const scope = await auditScopeOf(options.db, request.user!.id);
     const { entries, total } = await options.audit.query({
@@ -195,7 +238,7 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Datab
   });
 
   app.get('/api/audit/members', {
-    schema: { tags: ['audit'], querystring: z.strictObject({}), description: 'Member identities appearing in the caller\'s audit data, for filter dropdowns.' },
+    schema: { tags: ['audit'], querystring: z.strictObject({}), response: { 200: auditMembersSchema }, description: 'Member identities appearing in the caller\'s audit data, for filter dropdowns.' },
     onRequest: requireUser(options.auth),
   }, async (request) => {
     const { agentIds } = await auditScopeOf(options.db, request.user!.id);

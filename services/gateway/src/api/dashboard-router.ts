@@ -21,6 +21,22 @@ export const overviewQuerySchema = withOrderedRange(z.strictObject({
   top: z.coerce.number().int().min(1).max(50).default(10),
 }));
 
+const statsSchema = z.object({
+  calls: z.number().int().describe('Audit entries of the visible agents within the range'),
+  allowed: z.number().int(),
+  denied: z.number().int(),
+  agents: z.number().int().describe('Visible agents that exist now (the range does not apply)'),
+  policies: z.number().int().describe('Policies of the agents the caller owns now (the range does not apply)'),
+});
+
+const memberStatsSchema = z.object({
+  members: z.array(z.object({
+    memberId: z.string().describe('The audit `member` filter'), memberName: z.string(),
+    calls: z.number().int(), allowed: z.number().int(), denied: z.number().int(),
+    lastCallAt: z.string().describe('ISO 8601'),
+  })).describe('Most calls first'),
+});
+
 const pendingApprovalsSchema = z.object({
   total: z.number().int().describe('Pending requests to join the agents the caller owns'),
   members: z.array(z.object({
@@ -83,7 +99,7 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   app.get('/api/dashboard/stats', {
-    schema: { tags: ['dashboard'], querystring: dashboardStatsQuerySchema, description: 'Aggregate counters over the caller\'s visible agents.' },
+    schema: { tags: ['dashboard'], querystring: dashboardStatsQuerySchema, response: { 200: statsSchema }, description: 'Aggregate counters over the caller\'s visible agents.' },
     onRequest: requireUser(options.auth),
   }, async (request) => {
     const userId = request.user!.id;
@@ -97,7 +113,7 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
   });
 
   app.get('/api/dashboard/member-stats', {
-    schema: { tags: ['dashboard'], querystring: memberStatsQuerySchema, description: 'Per-member activity over the caller\'s visible agents.' },
+    schema: { tags: ['dashboard'], querystring: memberStatsQuerySchema, response: { 200: memberStatsSchema }, description: 'Per-member activity over the caller\'s visible agents.' },
     onRequest: requireUser(options.auth),
   }, async (request) => {
     const q = request.query;

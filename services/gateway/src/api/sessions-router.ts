@@ -21,6 +21,28 @@ const page = {
 const listQuery = z.strictObject({ ...page, memberId: z.string().uuid('must be a UUID').optional() });
 const myQuery = z.strictObject(page);
 
+/** A tool (MCP) session as the API shows it (`ToolSessionView`). */
+const toolSessionSchema = z.object({
+  id: z.string(), agentId: z.string(),
+  memberId: z.string(), memberEmail: z.string(), keyId: z.string().describe('Key record id, never the key'),
+  clientName: z.string(), clientVersion: z.string(), protocolVersion: z.string(),
+  status: z.enum(['active', 'expired', 'terminated']),
+  createdAt: z.string().describe('ISO 8601'), lastSeenAt: z.string().describe('ISO 8601'),
+  endedAt: z.string().nullable().describe('ISO 8601; null while active'),
+  endReason: z.string().nullable(),
+});
+const sessionPageSchema = z.object({ sessions: z.array(toolSessionSchema), total: z.number().int() });
+const counts = { calls: z.number().int(), allowed: z.number().int(), denied: z.number().int() };
+const activitySchema = z.object({
+  session: toolSessionSchema,
+  ...counts,
+  firstCallAt: z.string().nullable().describe('ISO 8601; null before the first call'),
+  lastCallAt: z.string().nullable(),
+  tools: z.array(z.object({ service: z.string(), tool: z.string(), ...counts })),
+  policies: z.array(z.object({ policyId: z.string(), policyKey: z.string(), policyName: z.string(), hits: z.number().int() }))
+    .describe('Empty for a member of a trusted agent who is not its owner (decision 022)'),
+});
+
 /**
  * Tool (MCP) sessions of an agent (decision 017). Owners see and reset every session; a
  * member sees and resets only their own. A session of another agent, or another member's
@@ -39,7 +61,7 @@ export async function sessionsRoutes(fastify: FastifyInstance, options: { db: Da
   }
 
   app.get('/api/agents/:id/sessions', {
-    schema: { tags, summary: 'Tool sessions of the agent (owner)', params: agentIdParams, querystring: listQuery },
+    schema: { tags, summary: 'Tool sessions of the agent (owner)', params: agentIdParams, querystring: listQuery, response: { 200: sessionPageSchema } },
     onRequest,
   }, async (request) => {
     const access = await loadAgentAccess(options.db, request.params.id, request.user!.id);
@@ -48,7 +70,7 @@ export async function sessionsRoutes(fastify: FastifyInstance, options: { db: Da
   });
 
   app.get('/api/agents/:id/my-sessions', {
-    schema: { tags, summary: 'The caller\'s own tool sessions', params: agentIdParams, querystring: myQuery },
+    schema: { tags, summary: 'The caller\'s own tool sessions', params: agentIdParams, querystring: myQuery, response: { 200: sessionPageSchema } },
     onRequest,
   }, async (request) => {
     const access = await loadAgentAccess(options.db, request.params.id, request.user!.id);
@@ -56,7 +78,7 @@ export async function sessionsRoutes(fastify: FastifyInstance, options: { db: Da
   });
 
   app.get('/api/agents/:id/sessions/:sessionId/activity', {
-    schema: { tags, summary: 'Per-tool usage and policy hit counts of a session (owner, or its member)', params: sessionParams },
+    schema: { tags, summary: 'Per-tool usage and policy hit counts of a session (owner, or its member)', params: sessionParams, response: { 200: activitySchema } },
     onRequest,
   }, async (request) => {
     const access = await loadAgentAccess(options.db, request.params.id, request.user!.id);
@@ -75,7 +97,7 @@ export async function sessionsRoutes(fastify: FastifyInstance, options: { db: Da
   });
 
   app.post('/api/agents/:id/sessions/:sessionId/reset', {
-    schema: { tags, summary: 'Terminate a session; its session-condition counters start fresh (owner, or its member)', params: sessionParams },
+    schema: { tags, summary: 'Terminate a session; its session-condition counters start fresh (owner, or its member)', params: sessionParams, response: { 200: toolSessionSchema } },
     onRequest,
   }, async (request) => {
     const access = await loadAgentAccess(options.db, request.params.id, request.user!.id);

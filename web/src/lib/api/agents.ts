@@ -3,9 +3,9 @@
  * caller's own connections. Each is one REST call of the gateway (interface spec part 4,
  * DESIGN §3); errors arrive as `ApiError` from `client.ts`.
  */
-import { api, call, http, query } from './client.ts';
+import { call, http, query } from './client.ts';
 import type {
-  AgentCreate, AgentSortBy, AuditEntry, AuditPage, ConnectorKey, CredentialsBody, MemberStats, MemberStatus,
+  AgentCreate, AgentSortBy, AuditEntry, ConnectorKey, CredentialsBody, MemberStatus,
 } from './types.ts';
 
 const agent = (id: string) => ({ params: { path: { id } } });
@@ -59,20 +59,18 @@ export const deleteCredentials = (id: string, key: string) => call(http.DELETE('
 export const startConnect = (id: string, key: string) => call(http.POST('/api/agents/{id}/connect/{service}', service(id, key)));
 export const disconnect = (id: string, key: string) => call(http.DELETE('/api/agents/{id}/connect/{service}', service(id, key)));
 
-/** GET /api/dashboard/member-stats (no response schema yet: typed by hand). */
 export const memberStats = (agentId: string, range: { from?: string; to?: string } = {}) =>
-  api.get<MemberStats>('/api/dashboard/member-stats', { agentId, ...range });
+  call(http.GET('/api/dashboard/member-stats', { params: { query: query({ agentId, ...range }) } }));
 
 /**
- * The audit entries of one agent since `from`, newest first. `agent` is a name *substring*
- * filter, so entries of other agents whose names contain this one are dropped by id here.
- * Reads at most `maxPages` pages of 500.
+ * The audit entries of one agent (the exact `agentId` filter, decision 045) since `from`,
+ * newest first. Reads at most `maxPages` pages of 500.
  */
-export async function agentAudit(agent: { id: string; name: string }, query: { from?: string; result?: 'ALLOW' | 'DENY' }, maxPages = 4): Promise<{ entries: AuditEntry[]; truncated: boolean }> {
+export async function agentAudit(agent: { id: string }, filters: { from?: string; result?: 'ALLOW' | 'DENY' }, maxPages = 4): Promise<{ entries: AuditEntry[]; truncated: boolean }> {
   const entries: AuditEntry[] = [];
   for (let page = 0; page < maxPages; page += 1) {
-    const answer = await api.get<AuditPage>('/api/audit', { agent: agent.name, ...query, limit: 500, offset: page * 500 });
-    entries.push(...answer.entries.filter((e) => e.agentId === agent.id));
+    const answer = await call(http.GET('/api/audit', { params: { query: query({ agentId: agent.id, ...filters, limit: 500, offset: page * 500 }) } }));
+    entries.push(...answer.entries);
     if (answer.entries.length < 500 || (page + 1) * 500 >= answer.total) return { entries, truncated: false };
   }
   return { entries, truncated: true };

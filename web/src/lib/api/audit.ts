@@ -1,11 +1,14 @@
-import { api, ApiError } from './client.ts';
+import { ApiError, call, http, query } from './client.ts';
 import type { AuditMember, AuditPage } from './types.ts';
 
 /** The filters of GET /api/audit (the spec's table), shared by the stream and the export. */
 export interface AuditFilters {
   from?: string;
   to?: string;
+  /** Case-insensitive substring of the agent name (the spec's `agent`). */
   agent?: string;
+  /** Exact agent id (decision 045): what the explorer's agent dropdown sends. */
+  agentId?: string;
   service?: string;
   tool?: string;
   result?: 'ALLOW' | 'DENY';
@@ -13,7 +16,7 @@ export interface AuditFilters {
   policy?: string;
 }
 
-export const FILTER_KEYS = ['from', 'to', 'agent', 'service', 'tool', 'result', 'member', 'policy'] as const satisfies ReadonlyArray<keyof AuditFilters>;
+export const FILTER_KEYS = ['from', 'to', 'agent', 'agentId', 'service', 'tool', 'result', 'member', 'policy'] as const satisfies ReadonlyArray<keyof AuditFilters>;
 
 /** The page size the audit page uses when the URL names none (the API's own default is 500). */
 export const DEFAULT_LIMIT = 50;
@@ -59,11 +62,11 @@ export function filterParams(filters: AuditFilters): URLSearchParams {
 }
 
 export function listAudit(view: AuditView): Promise<AuditPage> {
-  return api.get<AuditPage>('/api/audit', { ...view.filters, limit: view.limit, offset: view.offset });
+  return call(http.GET('/api/audit', { params: { query: query({ ...view.filters, limit: view.limit, offset: view.offset }) } }));
 }
 
 export async function listAuditMembers(): Promise<AuditMember[]> {
-  return (await api.get<{ members: AuditMember[] }>('/api/audit/members')).members;
+  return (await call(http.GET('/api/audit/members'))).members;
 }
 
 /**

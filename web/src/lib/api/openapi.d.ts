@@ -466,6 +466,7 @@ export interface paths {
                     from?: string;
                     to?: string;
                     agent?: string;
+                    agentId?: string;
                     service?: string;
                     tool?: string;
                     result?: "ALLOW" | "DENY";
@@ -485,7 +486,53 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            entries: {
+                                /** @description Unique entry id */
+                                id: string;
+                                /** @description ISO 8601, when the decision was made */
+                                timestamp: string;
+                                agentId: string;
+                                agentName: string;
+                                /** @description The member (membership) id: the `member` filter */
+                                memberId: string;
+                                /** @description The member's e-mail or display name */
+                                memberName: string;
+                                /** @description Same as memberName */
+                                user: string;
+                                /** @description Key record id, never the key */
+                                memberKeyId: string;
+                                /** @description MCP session id, where the call had one */
+                                sessionId?: string;
+                                /** @description Connector key */
+                                service: string;
+                                tool: string;
+                                /** @description Cedar action URI */
+                                action: string;
+                                /** @description Cedar resource the action targeted */
+                                resource: string;
+                                callerIp: string;
+                                /** @description Arguments passed to the tool; may be redacted */
+                                toolArgs: {
+                                    [key: string]: unknown;
+                                };
+                                /** @enum {string} */
+                                decision: "ALLOW" | "DENY";
+                                reason: string;
+                                /** @description Keys of the policies that matched (empty where the caller may not see them) */
+                                matchedPolicyIds: string[];
+                                matchedPolicyNames: string[];
+                                /** @description The version in force of each matched policy */
+                                policyVersionIds: string[];
+                                /** @description Total proxy time, upstream included */
+                                durationMs: number;
+                                /** @description Cedar principal used in evaluation */
+                                principal: string;
+                            }[];
+                            total: number;
+                        };
+                    };
                 };
             };
         };
@@ -511,6 +558,7 @@ export interface paths {
                     from?: string;
                     to?: string;
                     agent?: string;
+                    agentId?: string;
                     service?: string;
                     tool?: string;
                     result?: "ALLOW" | "DENY";
@@ -558,6 +606,7 @@ export interface paths {
                     from?: string;
                     to?: string;
                     agent?: string;
+                    agentId?: string;
                     service?: string;
                     tool?: string;
                     result?: "ALLOW" | "DENY";
@@ -623,7 +672,15 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            members: {
+                                /** @description The `member` filter */
+                                memberId: string;
+                                memberName: string;
+                            }[];
+                        };
+                    };
                 };
             };
         };
@@ -706,7 +763,18 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            /** @description Audit entries of the visible agents within the range */
+                            calls: number;
+                            allowed: number;
+                            denied: number;
+                            /** @description Visible agents that exist now (the range does not apply) */
+                            agents: number;
+                            /** @description Policies of the agents the caller owns now (the range does not apply) */
+                            policies: number;
+                        };
+                    };
                 };
             };
         };
@@ -744,7 +812,21 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            /** @description Most calls first */
+                            members: {
+                                /** @description The audit `member` filter */
+                                memberId: string;
+                                memberName: string;
+                                calls: number;
+                                allowed: number;
+                                denied: number;
+                                /** @description ISO 8601 */
+                                lastCallAt: string;
+                            }[];
+                        };
+                    };
                 };
             };
         };
@@ -944,7 +1026,31 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            sessions: {
+                                id: string;
+                                agentId: string;
+                                memberId: string;
+                                memberEmail: string;
+                                /** @description Key record id, never the key */
+                                keyId: string;
+                                clientName: string;
+                                clientVersion: string;
+                                protocolVersion: string;
+                                /** @enum {string} */
+                                status: "active" | "expired" | "terminated";
+                                /** @description ISO 8601 */
+                                createdAt: string;
+                                /** @description ISO 8601 */
+                                lastSeenAt: string;
+                                /** @description ISO 8601; null while active */
+                                endedAt: string | null;
+                                endReason: string | null;
+                            }[];
+                            total: number;
+                        };
+                    };
                 };
             };
         };
@@ -984,7 +1090,31 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            sessions: {
+                                id: string;
+                                agentId: string;
+                                memberId: string;
+                                memberEmail: string;
+                                /** @description Key record id, never the key */
+                                keyId: string;
+                                clientName: string;
+                                clientVersion: string;
+                                protocolVersion: string;
+                                /** @enum {string} */
+                                status: "active" | "expired" | "terminated";
+                                /** @description ISO 8601 */
+                                createdAt: string;
+                                /** @description ISO 8601 */
+                                lastSeenAt: string;
+                                /** @description ISO 8601; null while active */
+                                endedAt: string | null;
+                                endReason: string | null;
+                            }[];
+                            total: number;
+                        };
+                    };
                 };
             };
         };
@@ -1021,7 +1151,50 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            session: {
+                                id: string;
+                                agentId: string;
+                                memberId: string;
+                                memberEmail: string;
+                                /** @description Key record id, never the key */
+                                keyId: string;
+                                clientName: string;
+                                clientVersion: string;
+                                protocolVersion: string;
+                                /** @enum {string} */
+                                status: "active" | "expired" | "terminated";
+                                /** @description ISO 8601 */
+                                createdAt: string;
+                                /** @description ISO 8601 */
+                                lastSeenAt: string;
+                                /** @description ISO 8601; null while active */
+                                endedAt: string | null;
+                                endReason: string | null;
+                            };
+                            calls: number;
+                            allowed: number;
+                            denied: number;
+                            /** @description ISO 8601; null before the first call */
+                            firstCallAt: string | null;
+                            lastCallAt: string | null;
+                            tools: {
+                                service: string;
+                                tool: string;
+                                calls: number;
+                                allowed: number;
+                                denied: number;
+                            }[];
+                            /** @description Empty for a member of a trusted agent who is not its owner (decision 022) */
+                            policies: {
+                                policyId: string;
+                                policyKey: string;
+                                policyName: string;
+                                hits: number;
+                            }[];
+                        };
+                    };
                 };
             };
         };
@@ -1060,7 +1233,28 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            id: string;
+                            agentId: string;
+                            memberId: string;
+                            memberEmail: string;
+                            /** @description Key record id, never the key */
+                            keyId: string;
+                            clientName: string;
+                            clientVersion: string;
+                            protocolVersion: string;
+                            /** @enum {string} */
+                            status: "active" | "expired" | "terminated";
+                            /** @description ISO 8601 */
+                            createdAt: string;
+                            /** @description ISO 8601 */
+                            lastSeenAt: string;
+                            /** @description ISO 8601; null while active */
+                            endedAt: string | null;
+                            endReason: string | null;
+                        };
+                    };
                 };
             };
         };

@@ -1,4 +1,4 @@
-import { api, ApiError } from './client.ts';
+import { ApiError, call, http } from './client.ts';
 import { getAgent } from './agents.ts';
 import type { Agent, SessionActivity, ToolSession, ToolSessionPage } from './types.ts';
 
@@ -21,22 +21,22 @@ export interface SessionListQuery { status?: SessionStatus; limit: number; offse
  * refused (the role changed since it was read), the caller's own sessions are listed instead.
  */
 export async function listToolSessions(agentId: string, scope: SessionScope, query: SessionListQuery): Promise<ToolSessionPage & { scope: SessionScope }> {
-  const id = encodeURIComponent(agentId);
+  const params = { path: { id: agentId }, query: { ...query } };
   if (scope === 'all') {
     try {
-      return { ...(await api.get<ToolSessionPage>(`/api/agents/${id}/sessions`, { ...query })), scope };
+      return { ...(await call(http.GET('/api/agents/{id}/sessions', { params }))), scope };
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 403)) throw err;
     }
   }
-  return { ...(await api.get<ToolSessionPage>(`/api/agents/${id}/my-sessions`, { ...query })), scope: 'mine' };
+  return { ...(await call(http.GET('/api/agents/{id}/my-sessions', { params }))), scope: 'mine' };
 }
 
 export function sessionActivity(agentId: string, sessionId: string): Promise<SessionActivity> {
-  return api.get<SessionActivity>(`/api/agents/${encodeURIComponent(agentId)}/sessions/${encodeURIComponent(sessionId)}/activity`);
+  return call(http.GET('/api/agents/{id}/sessions/{sessionId}/activity', { params: { path: { id: agentId, sessionId } } }));
 }
 
 /** Terminates the session; its client must initialize again and its session counters start fresh. */
 export function resetToolSession(agentId: string, sessionId: string): Promise<ToolSession> {
-  return api.post<ToolSession>(`/api/agents/${encodeURIComponent(agentId)}/sessions/${encodeURIComponent(sessionId)}/reset`);
+  return call(http.POST('/api/agents/{id}/sessions/{sessionId}/reset', { params: { path: { id: agentId, sessionId } } }));
 }

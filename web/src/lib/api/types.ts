@@ -1,8 +1,7 @@
 /**
  * Names for the shapes of the gateway's `/api` answers the dashboard reads. Each is taken from
  * the generated `openapi.d.ts` (decision 040: `npm run api:types` regenerates it from the
- * routes' schemas), so a route that changes shape fails the dashboard's type-check. The few
- * written by hand below the line are routes that declare no response schema yet.
+ * routes' schemas), so a route that changes shape fails the dashboard's type-check.
  */
 import type { Answer, Body, Query } from './client.ts';
 
@@ -71,34 +70,15 @@ export type CatalogService = Item<Answer<'/api/tools/catalog'>['services']>;
 export type CatalogTool = Item<CatalogService['tools'][PolicyTier]>;
 export type HarvestedEntity = Item<Answer<'/api/agents/{id}/entities/{service}/{type}'>['entities']>;
 
-/* ---- Written by hand: these routes declare no response schema yet. ---- */
-
-export interface AuditEntry {
-  id: string; timestamp: string; agentId: string; agentName: string; memberId: string; memberName: string; user: string;
-  memberKeyId: string; sessionId?: string; service: string; tool: string; action: string; resource: string; callerIp: string;
-  toolArgs: Record<string, unknown>; decision: 'ALLOW' | 'DENY'; reason: string; matchedPolicyIds: string[];
-  matchedPolicyNames: string[]; policyVersionIds: string[]; durationMs: number; principal: string;
-}
-/** GET /api/audit: one page of entries, newest first, and how many match in all. */
-export interface AuditPage { entries: AuditEntry[]; total: number }
+/* Audit (decision 014) and the dashboard's counters. */
+export type AuditPage = Answer<'/api/audit'>;
+/** An audit entry; `sessionId` only where the call had an MCP session. */
+export type AuditEntry = Item<AuditPage['entries']>;
 /** GET /api/audit/members: a member identity seen in the caller's audit data (filter dropdowns). */
-export interface AuditMember { memberId: string; memberName: string }
+export type AuditMember = Item<Answer<'/api/audit/members'>['members']>;
+export type MemberStats = Answer<'/api/dashboard/member-stats'>;
 
-/** A tool (MCP) session of an agent (decision 017). */
-export interface ToolSession {
-  id: string; agentId: string; memberId: string; memberEmail: string; keyId: string;
-  clientName: string; clientVersion: string; protocolVersion: string;
-  status: 'active' | 'expired' | 'terminated';
-  createdAt: string; lastSeenAt: string; endedAt: string | null; endReason: string | null;
-}
-export interface ToolSessionPage { sessions: ToolSession[]; total: number }
-/** GET /api/agents/:id/sessions/:sessionId/activity. */
-export interface SessionActivity {
-  session: ToolSession;
-  calls: number; allowed: number; denied: number; firstCallAt: string | null; lastCallAt: string | null;
-  tools: Array<{ service: string; tool: string; calls: number; allowed: number; denied: number }>;
-  policies: Array<{ policyId: string; policyKey: string; policyName: string; hits: number }>;
-}
-
-/** GET /api/dashboard/member-stats. */
-export interface MemberStats { members: Array<{ memberId: string; memberName: string; calls: number; allowed: number; denied: number; lastCallAt: string }> }
+/* Tool (MCP) sessions (decision 017). */
+export type ToolSessionPage = Answer<'/api/agents/{id}/sessions'>;
+export type ToolSession = Item<ToolSessionPage['sessions']>;
+export type SessionActivity = Answer<'/api/agents/{id}/sessions/{sessionId}/activity'>;

@@ -14,6 +14,8 @@ export interface LiveAuditFilter {
   to?: number;
   /** Lower-cased: a case-insensitive substring of the agent name. */
   agent?: string;
+  /** Exact agent id (decision 045). */
+  agentId?: string;
   /** Exact connector key. */
   service?: string;
   /** Lower-cased: a case-insensitive substring of the tool name. */
@@ -44,6 +46,7 @@ export const auditStreamQuerySchema = z.strictObject({
   from: instant('from').optional(),
   to: instant('to').optional(),
   agent: text.optional(),
+  agentId: z.guid('must be an agent id (a UUID)').optional(),
   service: text.optional(),
   tool: text.optional(),
   result: z.enum(['ALLOW', 'DENY']).optional(),
@@ -65,6 +68,7 @@ export function liveFilterOf(q: AuditStreamQuery): LiveAuditFilter {
   if (q.from !== undefined) filter.from = q.from;
   if (q.to !== undefined) filter.to = q.to;
   if (q.agent !== undefined) filter.agent = q.agent.toLowerCase();
+  if (q.agentId !== undefined) filter.agentId = q.agentId;
   if (q.service !== undefined) filter.service = q.service;
   if (q.tool !== undefined) filter.tool = q.tool.toLowerCase();
   if (q.result !== undefined) filter.result = q.result;
@@ -81,6 +85,7 @@ export function matchesLiveFilter(entry: AuditEntry, f: LiveAuditFilter): boolea
     if (f.to !== undefined && !(at <= f.to)) return false;
   }
   if (f.agent !== undefined && !entry.agentName.toLowerCase().includes(f.agent)) return false;
+  if (f.agentId !== undefined && entry.agentId !== f.agentId) return false;
   if (f.service !== undefined && entry.service !== f.service) return false;
   if (f.tool !== undefined && !entry.tool.toLowerCase().includes(f.tool)) return false;
   if (f.result !== undefined && entry.decision !== f.result) return false;

@@ -53,10 +53,10 @@ export function resolvedFilters(view: ExplorerView, now = Date.now()): AuditFilt
 }
 
 /** Filters a chip can show and remove, in the order chips appear. */
-export const CHIP_KEYS = ['agent', 'service', 'tool', 'result', 'member', 'policy'] as const;
+export const CHIP_KEYS = ['agentId', 'agent', 'service', 'tool', 'result', 'member', 'policy'] as const;
 export type ChipKey = (typeof CHIP_KEYS)[number];
 export const CHIP_LABELS: Record<ChipKey | 'from' | 'to' | 'range', string> = {
-  agent: 'Agent', service: 'Service', tool: 'Tool', result: 'Decision', member: 'Member', policy: 'Policy', from: 'From', to: 'To', range: 'Last',
+  agentId: 'Agent', agent: 'Agent name has', service: 'Service', tool: 'Tool', result: 'Decision', member: 'Member', policy: 'Policy', from: 'From', to: 'To', range: 'Last',
 };
 
 /**
