@@ -17,6 +17,8 @@ const auditShape = {
   AUDIT_BATCH_MAX_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(200),
   /** Days an audit entry is kept (a table TTL). Unset: indefinitely, as the spec's default. */
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
+  /** Longest wait between two attempts to deliver to an audit sink that is down (decision 055). */
+  AUDIT_SINK_RETRY_MAX_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
 };
 
 /** The audit service's configuration, parsed from the environment. */

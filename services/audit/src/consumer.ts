@@ -19,6 +19,18 @@ export interface AuditWriterOptions {
   tidyEveryMs?: number;
   /** Age past which an open write-ahead record is settled as an orphan (default 10 min). */
   settleAfterMs?: number;
+  /**
+   * The audit sinks (decision 055): after each insert, and after settling orphans, the final
+   * entries of agents that have sinks are handed on, before the batch is acknowledged.
+   */
+  sinks?: SinkHandOff;
+}
+
+/** Where the writer hands final entries for the audit sinks. */
+export interface SinkHandOff {
+  /** Agents with at least one sink: other agents' entries are not published at all. */
+  agentsWithSinks(): ReadonlySet<string>;
+  publish(entries: readonly AuditEntry[]): Promise<void>;
 }
 
 export interface AuditWriter {
@@ -56,6 +68,8 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
         tracer.startSpan('audit.write', { kind: SpanKind.CONSUMER, attributes: { 'portcullis.stage': e.stage ?? 'complete', 'portcullis.batch_size': writable.length } }, contextFromTraceHeaders({ traceparent: e.traceparent })));
       try {
         await exclusively(() => options.store.insert(writable));
+        // Outside the insert lock: the next writer's insert does not wait for the sinks' publish.
+        if (options.sinks) await options.sinks.publish(finalEntriesFor(writable, options.sinks.agentsWithSinks()));
         for (const span of spans) span.end();
         written.inc(writable.length);
         batchSizes.observe(writable.length);
@@ -78,7 +92,10 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
   let tidying: Promise<unknown> = Promise.resolve();
   const tidy = () => {
     // Under the insert lock: settling an orphan and the insert of its late completion must not interleave.
-    tidying = exclusively(() => options.store.tidyOpenRecords({ settleBefore: new Date(Date.now() - (options.settleAfterMs ?? DEFAULT_SETTLE_AFTER_MS)) }))
+    const sinks = options.sinks;
+    const withSinks = sinks && sinks.agentsWithSinks().size > 0;
+    tidying = exclusively(() => options.store.tidyOpenRecords({ settleBefore: new Date(Date.now() - (options.settleAfterMs ?? DEFAULT_SETTLE_AFTER_MS)), returnSettled: withSinks }))
+      .then((settled) => sinks && settled.length > 0 ? publishOrphans(sinks, settled) : undefined)
       .catch((err) => log('audit writer: tidying open write-ahead records failed; next round retries', err));
   };
   const timer = tidyEveryMs > 0 ? setInterval(tidy, tidyEveryMs) : undefined;
@@ -92,6 +109,35 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
     drain: async () => { await stopTidying(); await consumer.drain(); },
     stop: async () => { await stopTidying(); await consumer.stop(); },
   };
+}
+
+/**
+ * The entries of a stored batch that a sink receives: one per id, completions and single-stage
+ * entries only (a write-ahead record reaches the sinks once it is settled as an orphan), of
+ * agents with sinks. A redelivered batch yields them again: the feed drops ids it already holds.
+ */
+export function finalEntriesFor(batch: readonly AuditEntry[], agents: ReadonlySet<string>): AuditEntry[] {
+  if (agents.size === 0) return [];
+  const final = new Map<string, AuditEntry>();
+  for (const entry of batch) if (entry.stage !== 'decision' && agents.has(entry.agentId)) final.set(entry.id, entry);
+  return [...final.values()];
+}
+
+/**
+ * Settled orphans go to the sinks best effort: the store no longer holds them open, so a failed
+ * publish is retried here a few times and then logged (decision 055).
+ */
+async function publishOrphans(sinks: SinkHandOff, settled: readonly AuditEntry[]): Promise<void> {
+  const agents = sinks.agentsWithSinks();
+  const orphans = settled.filter((e) => agents.has(e.agentId));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await sinks.publish(orphans);
+    } catch (err) {
+      if (attempt >= 4) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** attempt));
+    }
+  }
 }
 
 const DEFAULT_TIDY_EVERY_MS = 30_000;

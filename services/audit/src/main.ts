@@ -1,4 +1,4 @@
-import { ConfigError, initTracing, startMetricsServer, openBus } from '@portcullis/core';
+import { ConfigError, initTracing, openBus, openDatabase, startMetricsServer, type DatabaseHandle } from '@portcullis/core';
 import { loadAuditConfig } from './config.ts';
 import { startAuditService } from './server.ts';
 
@@ -14,8 +14,15 @@ async function main(): Promise<void> {
   }
   initTracing({ serviceName: 'portcullis-audit', endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const bus = await openBus(config, 'audit');
-  const service = await startAuditService(config, { bus }).catch(async (err: unknown) => {
+  // Audit sinks (decision 055) need the sinks' table and the secret that seals theirs.
+  const database: DatabaseHandle | undefined = config.DATABASE_URL && config.PORTCULLIS_SECRET
+    ? await openDatabase({ DATABASE_URL: config.DATABASE_URL, DATA_DIR: config.DATA_DIR })
+    : undefined;
+  if (!database) console.log('audit: sinks off (they need DATABASE_URL and PORTCULLIS_SECRET)');
+  const sinks = database && config.PORTCULLIS_SECRET ? { db: database.db, serverSecret: config.PORTCULLIS_SECRET } : undefined;
+  const service = await startAuditService(config, { bus, ...(sinks ? { sinks } : {}) }).catch(async (err: unknown) => {
     await bus.close().catch(() => undefined);
+    await database?.close().catch(() => undefined);
     throw err;
   });
   console.log(`audit listening on ${service.address}`);
@@ -30,6 +37,7 @@ async function main(): Promise<void> {
     service.close()
       .then(() => metrics?.close())
       .then(() => bus.close())
+      .then(() => database?.close())
       .then(() => process.exit(0), (err: unknown) => {
         console.error('audit: shutdown failed', err);
         process.exit(1);

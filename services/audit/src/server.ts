@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { addHealthService, AuditQueryService, bindServer, channelOptions, type Bus } from '@portcullis/core';
+import { addHealthService, AuditQueryService, bindServer, channelOptions, type Bus, type Database } from '@portcullis/core';
 import type { AuditConfig } from './config.ts';
 import { startAuditWriter, type AuditWriter } from './consumer.ts';
 import { createAuditQueryHandlers } from './handlers/audit-query-handlers.ts';
 import type { AuditLogger } from './handlers/grpc-errors.ts';
+import { startSinkWorkers, type SinkWorkers } from './sinks/sink-workers.ts';
 import { openAuditStore, type AuditStore, type AuditStoreOptions } from './store/audit-store.ts';
 
 /** How long `close()` lets running exports finish before cutting them off. */
@@ -41,14 +42,17 @@ export function createAuditGrpcServer(deps: { store: AuditStore; log: AuditLogge
  * Opens the store (applying migrations), starts the writer on the bus and serves
  * AuditQuery on `config.GRPC_ADDRESS`. Whatever started is stopped again if a later step fails.
  */
-export async function startAuditService(config: AuditConfig, deps: { bus: Bus; log?: AuditLogger }): Promise<AuditService> {
+export async function startAuditService(config: AuditConfig, deps: { bus: Bus; log?: AuditLogger; sinks?: { db: Database; serverSecret: string } }): Promise<AuditService> {
   const log: AuditLogger = deps.log ?? ((message, error) => console.error(message, error ?? ''));
   const store = await openAuditStore(storeOptionsOf(config));
   const server = createAuditGrpcServer({ store, log });
   const health = addHealthService(server, 'portcullis.audit.v1.AuditQuery');
   let writer: AuditWriter | undefined;
+  let sinks: SinkWorkers | undefined;
   try {
-    const running = await startAuditWriter({ bus: deps.bus, store, batchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_MAX_WAIT_MS, log });
+    // The audit sinks' workers (decision 055), where the service can read the sinks (Postgres) and open their secrets.
+    sinks = deps.sinks ? await startSinkWorkers({ ...deps.sinks, bus: deps.bus, log, retryMaxMs: config.AUDIT_SINK_RETRY_MAX_MS }) : undefined;
+    const running = await startAuditWriter({ bus: deps.bus, store, batchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_MAX_WAIT_MS, log, ...(sinks ? { sinks } : {}) });
     writer = running;
     const address = await bindServer(server, config.GRPC_ADDRESS);
     health.serving();
@@ -59,12 +63,14 @@ export async function startAuditService(config: AuditConfig, deps: { bus: Bus; l
       close: () => (closing ??= (async () => {
         health.notServing();
         await running.drain();
+        await sinks?.stop();
         await shutdown(server);
         await store.close();
       })()),
     };
   } catch (err) {
     await writer?.stop().catch(() => undefined);
+    await sinks?.stop().catch(() => undefined);
     server.forceShutdown();
     await store.close().catch(() => undefined);
     throw err;

@@ -16,7 +16,7 @@ export { actionUid, AGENT_TYPE, cedarNamespace, cedarString, entityUid, principa
 export { openDatabase, type Database, type DatabaseHandle } from './db/database.ts';
 export * as schema from './db/schema/index.ts';
 export type { ConnectionOAuth, OAuthFlowTarget } from './db/schema/index.ts';
-export { auditMessageId, changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus/bus.ts';
+export { auditMessageId, changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent, type KeyValueBucket, type SinkFeed } from './bus/bus.ts';
 export { createMemoryBus } from './bus/memory-bus.ts';
 export { createNatsBus, type NatsBusOptions } from './bus/nats-bus.ts';
 export { openBus } from './bus/open-bus.ts';
@@ -26,6 +26,13 @@ export { createMemberVault, openSealed, rewrapMemberVault, sealToMember, unwrapP
 export { isolatingFetch } from './mcp/isolating-fetch.ts';
 export { MCP_PROTOCOL_SERVICE } from './mcp/protocol-service.ts';
 export { openWithSecret, sealWithSecret } from './secret-box.ts';
+export { deliverToSink, SinkDeliveryError, type SinkTarget, type WebhookSinkBody } from './sinks/deliver.ts';
+export { sinkEntryOf, type SinkEntry } from './sinks/sink-entry.ts';
+export { otlpAttributesOf, otlpLogsBody } from './sinks/otlp-logs.ts';
+export { otlpLogsUrl, sinkUrlProblem } from './sinks/sink-url.ts';
+export { SINK_SIGNATURE_HEADER, SINK_SIGNATURE_TOLERANCE_SECONDS, signSinkBody, verifySinkSignature } from './sinks/webhook-signature.ts';
+export { sealSinkHeaders, sealSinkSecret, sinkHeaderNames, sinkTargetOf } from './sinks/sink-target.ts';
+export { isLoopbackHostname } from './sinks/loopback.ts';
 export * from './policy-conditions.ts';
 export { LinearPattern, PATTERN_CALL_BUDGET, PATTERN_PROGRAM_MAX, PATTERN_TEXT_MAX, PatternRun, type PatternCompilation } from './patterns.ts';
 export { counter, histogram, LATENCY_BUCKETS, metricsRegistry, startMetricsServer } from './metrics.ts';

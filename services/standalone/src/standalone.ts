@@ -66,7 +66,7 @@ export async function startStandalone(env: NodeJS.ProcessEnv): Promise<Standalon
 
     const policy = await startPolicyService(policyConfig, { db: database.db, bus });
     cleanups.push(() => policy.close());
-    const audit = await startAuditService(auditConfig, { bus });
+    const audit = await startAuditService(auditConfig, { bus, sinks: { db: database.db, serverSecret: secret } });
     cleanups.push(() => audit.close());
 
     const gatewayConfig = loadGatewayConfig({ ...env, ...upstreamOverrides, POLICY_URL: policy.address, AUDIT_URL: audit.address }, secret);

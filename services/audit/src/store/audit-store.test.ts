@@ -194,14 +194,16 @@ describe('open write-ahead records (decision 035)', () => {
     const orphan = makeEntry({ agentId, timestamp: hourAgo, stage: 'decision', reason: 'No forbid policy matched; outcome not recorded' });
     const young = makeEntry({ agentId, timestamp: new Date().toISOString(), stage: 'decision' });
     await store.insert([orphan, young]);
-    await store.tidyOpenRecords({ settleBefore: new Date(Date.now() - 600_000) });
+    // The audit sinks are handed exactly what was settled (decision 055).
+    const mine = (settled: AuditEntry[]) => settled.filter((e) => e.agentId === agentId);
+    expect(mine(await store.tidyOpenRecords({ settleBefore: new Date(Date.now() - 600_000), returnSettled: true }))).toEqual([orphan]);
     expect([await rowsIn('audit_entries', agentId), await rowsIn('audit_open', agentId)]).toEqual([1, 1]);
     let read = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
     expect(read.total).toBe(2);
     expect(read.entries.find((e) => e.id === orphan.id)).toEqual(orphan);
 
-    // Settled again (a run cut short is repeated): nothing doubles.
-    await store.tidyOpenRecords({ settleBefore: new Date(Date.now() - 600_000) });
+    // Settled again (a run cut short is repeated): nothing doubles, nothing is handed on twice.
+    expect(mine(await store.tidyOpenRecords({ settleBefore: new Date(Date.now() - 600_000), returnSettled: true }))).toEqual([]);
     const completion = { ...orphan, stage: 'complete' as const, reason: 'No forbid policy matched' };
     await store.insert([completion]);
     read = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });

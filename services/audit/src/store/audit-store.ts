@@ -89,8 +89,9 @@ export interface AuditStore {
   /**
    * Housekeeping of `audit_open`: deletes the records whose completion was written and, with
    * `settleBefore`, settles the open ones older than it into `audit_entries` as orphans.
+   * With `returnSettled`, resolves to the orphans it settled (for the audit sinks, decision 055).
    */
-  tidyOpenRecords(options: { settleBefore?: Date }): Promise<void>;
+  tidyOpenRecords(options: { settleBefore?: Date; returnSettled?: boolean }): Promise<AuditEntry[]>;
   /** The filter with its name substrings resolved to agent ids and tool names; `undefined` if nothing can match. */
   resolveFilter(filter: AuditFilter): Promise<ResolvedFilter | undefined>;
   /** Newest first (`timestamp DESC, id DESC`), with the count of every match. */
@@ -373,17 +374,23 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
       ]);
     },
 
-    async tidyOpenRecords({ settleBefore }) {
+    async tidyOpenRecords({ settleBefore, returnSettled }) {
       const [row] = await selectRows<{ n: number | string }>('SELECT count() AS n FROM {database:Identifier}.audit_open', {});
-      if (Number(row?.n ?? 0) === 0) return;
+      if (Number(row?.n ?? 0) === 0) return [];
+      let settled: AuditEntry[] = [];
       // Settling first: its NOT IN skips what is closed, and a run cut short is repeated safely
       // (what it settled is closed by then).
       if (settleBefore) {
         const cutoff = toClickHouseTime(settleBefore);
+        // Read under the same insert lock as the settle below, so these are exactly what it settles.
+        if (returnSettled) {
+          settled = (await selectRows<AuditRow>(`${openRowsSql(SELECT_COLUMNS, "timestamp < {cutoff:DateTime64(3, 'UTC')}")} ORDER BY timestamp LIMIT 1 BY id`, { cutoff })).map(fromRow);
+        }
         await command(settleOrphansSql(SELECT_COLUMNS), { cutoff });
         await command(DELETE_SETTLED_SQL, { cutoff });
       }
       await command(DELETE_CLOSED_SQL, {});
+      return settled;
     },
 
     resolveFilter,

@@ -5,6 +5,8 @@ export type ChangeEvent =
   | { kind: 'policy.changed'; agentId: string; policyVersion: number }
   | { kind: 'agent.changed'; agentId: string }
   | { kind: 'key.revoked'; keyId: string; agentId: string }
+  /** An OAuth grant of Portcullis's own authorization server was revoked: its tokens stop (decision 053). */
+  | { kind: 'grant.revoked'; grantId: string; agentId: string }
   /** A tool session ended (reset, DELETE, expiry): its session-condition counters start fresh. */
   | { kind: 'session.ended'; sessionId: string; agentId: string };
 
@@ -17,6 +19,29 @@ export interface AuditConsumerOptions {
   handle(batch: AuditEntry[]): Promise<void>;
   /** Told of each message that is not a valid audit entry (it goes to the dead-letter subject). */
   onDeadLetter?(raw: string, error: string): void;
+}
+
+/**
+ * The final audit entries (one per call, after the writer stored it) fanned out to one durable
+ * consumer per audit sink (decision 055). NATS: stream `AUDIT_FINAL` on `audit.final.<agentId>`,
+ * interest retention, consumer `sink-<sinkId>` filtered to its agent. In-process: a queue per sink.
+ */
+export interface SinkFeed {
+  /** Durably accepts final entries; an id already accepted within the de-duplication window is stored once. */
+  publish(entries: readonly AuditEntry[]): Promise<void>;
+  /** Creates the sink's consumer if it does not exist: it receives the agent's entries published from then on. */
+  open(sinkId: string, agentId: string): Promise<void>;
+  /** Deletes the sink's consumer and whatever it had not delivered. */
+  remove(sinkId: string): Promise<void>;
+  /** Entries published for the sink and not yet acknowledged; undefined when it has no consumer. */
+  lag(sinkId: string): Promise<number | undefined>;
+  /**
+   * Hands the sink's entries to `handle` one batch at a time, oldest first; the batch is
+   * acknowledged when `handle` resolves and kept (not redelivered elsewhere) while it runs.
+   * A throw leaves it unacknowledged: it comes back first. Run one consumer per sink at a
+   * time (the audit service's sink lease) for order.
+   */
+  consume(sinkId: string, options: { batchSize: number; maxWaitMs: number; handle(batch: AuditEntry[]): Promise<void> }): Promise<{ stop(): Promise<void> }>;
 }
 
 export interface AuditConsumer {
@@ -57,6 +82,8 @@ export interface Bus {
    * de-duplicate by id. Returns the unsubscribe function.
    */
   onAuditEntry(handler: (entry: AuditEntry) => void): () => void;
+  /** Final entries for the audit sinks (decision 055). */
+  readonly sinkFeed: SinkFeed;
   /** Opens (creating if needed) the bucket `name`; keys not written for `ttlMs` are forgotten. */
   keyValue(name: string, options: { ttlMs: number }): Promise<KeyValueBucket>;
   publishChange(event: ChangeEvent): void;
@@ -78,6 +105,7 @@ export function changeSubject(prefix: string, event: ChangeEvent): string {
     case 'policy.changed': return `${prefix}policy.changed.${event.agentId}`;
     case 'agent.changed': return `${prefix}agent.changed.${event.agentId}`;
     case 'key.revoked': return `${prefix}key.revoked.${event.keyId}`;
+    case 'grant.revoked': return `${prefix}grant.revoked.${event.grantId}`;
     case 'session.ended': return `${prefix}session.ended.${event.agentId}`;
   }
 }

@@ -1,4 +1,5 @@
 import type { AuditEntry } from '../audit-entry.ts';
+import { createMemorySinkFeed } from './memory-sink-feed.ts';
 import { auditMessageId, type AuditConsumer, type KeyValueBucket, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
 
 const DEDUP_WINDOW = 100_000;
@@ -22,6 +23,7 @@ export function createMemoryBus(): Bus {
 
   return {
     kind: 'memory',
+    sinkFeed: createMemorySinkFeed(),
     async publishAudit(entry) {
       // Live listeners see every publish, as NATS core subscribers do (they de-duplicate by id).
       for (const l of auditListeners) queueMicrotask(() => l(entry));

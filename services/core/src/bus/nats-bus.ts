@@ -2,6 +2,7 @@ import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, StorageType, type JsMsg } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { auditEntryOf, type AuditEntry } from '../audit-entry.ts';
+import { createNatsSinkFeed } from './nats-sink-feed.ts';
 import { auditMessageId, changeSubject, type AuditConsumer, type KeyValueBucket, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
 
 export interface NatsBusOptions {
@@ -86,6 +87,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
 
   return {
     kind: 'nats',
+    sinkFeed: createNatsSinkFeed({ nc, js, jsm, prefix, replicas: options.replicas ?? 1 }),
     async publishAudit(entry) {
       await js.publish(`${auditSubject}.${entry.agentId}`, encoder.encode(JSON.stringify(entry)), { msgID: auditMessageId(entry) });
     },
@@ -231,7 +233,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       nc.publish(changeSubject(prefix, event), encoder.encode(JSON.stringify(event)));
     },
     onChange(handler) {
-      const subs = ['policy.changed.*', 'agent.changed.*', 'key.revoked.*', 'session.ended.*'].map((s) =>
+      const subs = ['policy.changed.*', 'agent.changed.*', 'key.revoked.*', 'grant.revoked.*', 'session.ended.*'].map((s) =>
         nc.subscribe(`${prefix}${s}`, {
           callback: (err, msg) => {
             if (err) return;

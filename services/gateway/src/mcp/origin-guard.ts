@@ -1,4 +1,4 @@
-import { isIPv4 } from 'node:net';
+import { isLoopbackHostname } from '@portcullis/core';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Who may reach `/mcp` from a browser, and under which host name (decision 024). */
@@ -13,11 +13,8 @@ export interface McpOriginPolicy {
   listenHost: string;
 }
 
-/** `localhost`, `127.0.0.0/8` and `::1`: names that only ever reach this machine. */
-export function isLoopbackHostname(hostname: string): boolean {
-  const name = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
-  return name === 'localhost' || name === '::1' || (isIPv4(name) && name.startsWith('127.'));
-}
+/** Loopback names (shared with the audit sinks' URL rule, decision 058). */
+export { isLoopbackHostname };
 
 function parsed(url: string): URL | undefined {
   try {

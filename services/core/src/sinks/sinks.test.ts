@@ -1,0 +1,114 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deliverToSink, SinkDeliveryError, type WebhookSinkBody } from './deliver.ts';
+import { otlpLogsBody } from './otlp-logs.ts';
+import type { SinkEntry } from './sink-entry.ts';
+import { otlpLogsUrl, sinkUrlProblem } from './sink-url.ts';
+import { SINK_SIGNATURE_HEADER, signSinkBody, verifySinkSignature } from './webhook-signature.ts';
+
+const entry: SinkEntry = {
+  id: '0192d6a8-0000-7000-8000-000000000001', timestamp: '2026-11-26T10:00:00.123Z', agentId: 'agent-1', agentName: 'Agent', memberId: 'member-1',
+  memberName: 'dana@example.com', user: 'dana@example.com', memberKeyId: 'key-1', sessionId: 'session-1', service: 'github', tool: 'github__get_me',
+  action: 'GithubMCP::Action::"get_me"', resource: 'GithubMCP::Service::"github"', callerIp: '10.0.0.7', toolArgs: { q: 'x' }, decision: 'DENY',
+  reason: 'Denied by policy "no"', matchedPolicyIds: ['p1'], matchedPolicyNames: ['no'], policyVersionIds: ['v1'], durationMs: 3, principal: 'Portcullis::Member::"member-1"',
+};
+
+describe('webhook signature (decision 056)', () => {
+  it('verifies its own signature, and refuses another secret, another body and a stale timestamp', () => {
+    const header = signSinkBody('s3cret-s3cret-s3cret', '{"a":1}', 1_800_000_000);
+    expect(header).toMatch(/^t=1800000000,v1=[0-9a-f]{64}$/);
+    expect(verifySinkSignature('s3cret-s3cret-s3cret', header, '{"a":1}', { nowSeconds: 1_800_000_100 })).toBe(true);
+    expect(verifySinkSignature('another-secret-value', header, '{"a":1}', { nowSeconds: 1_800_000_100 })).toBe(false);
+    expect(verifySinkSignature('s3cret-s3cret-s3cret', header, '{"a":2}', { nowSeconds: 1_800_000_100 })).toBe(false);
+    expect(verifySinkSignature('s3cret-s3cret-s3cret', header, '{"a":1}', { nowSeconds: 1_800_000_301 })).toBe(false);
+    expect(verifySinkSignature('s3cret-s3cret-s3cret', undefined, '{"a":1}')).toBe(false);
+  });
+});
+
+describe('sink URLs (decision 058)', () => {
+  it('takes https anywhere, plain http to loopback outside production only, and nothing with credentials', () => {
+    const dev = { allowLoopbackHttp: true };
+    const prod = { allowLoopbackHttp: false };
+    expect(sinkUrlProblem('https://siem.example.com/hook', prod)).toBeUndefined();
+    expect(sinkUrlProblem('http://127.0.0.1:8080/hook', dev)).toBeUndefined();
+    expect(sinkUrlProblem('http://localhost/hook', dev)).toBeUndefined();
+    expect(sinkUrlProblem('http://127.0.0.1:8080/hook', prod)).toMatch(/https/);
+    expect(sinkUrlProblem('http://10.0.0.5/hook', dev)).toMatch(/https/);
+    expect(sinkUrlProblem('ftp://example.com/x', dev)).toMatch(/https/);
+    expect(sinkUrlProblem('https://user:pw@example.com/', dev)).toMatch(/password/);
+    expect(sinkUrlProblem('not a url', dev)).toMatch(/absolute URL/);
+    expect(otlpLogsUrl('https://otel.example.com:4318')).toBe('https://otel.example.com:4318/v1/logs');
+    expect(otlpLogsUrl('https://otel.example.com/otlp/')).toBe('https://otel.example.com/otlp/v1/logs');
+    expect(otlpLogsUrl('https://otel.example.com/v1/logs')).toBe('https://otel.example.com/v1/logs');
+  });
+});
+
+describe('OTLP logs body (decision 057)', () => {
+  it('is one log record per entry, with the entry\'s time, a severity from its decision and its fields as attributes', () => {
+    const body = JSON.parse(Buffer.from(otlpLogsBody([entry, { ...entry, id: 'id-2', decision: 'ALLOW' }])).toString('utf8'));
+    const scope = body.resourceLogs[0].scopeLogs[0];
+    expect(body.resourceLogs[0].resource.attributes).toContainEqual({ key: 'service.name', value: { stringValue: 'portcullis' } });
+    expect(scope.scope.name).toBe('portcullis.audit');
+    expect(scope.logRecords).toHaveLength(2);
+    const [denied, allowed] = scope.logRecords;
+    expect(denied.timeUnixNano).toBe('1795687200123000000');
+    expect([denied.severityText, denied.severityNumber, allowed.severityText]).toEqual(['WARN', 13, 'INFO']);
+    const attrs = Object.fromEntries(denied.attributes.map((a: { key: string; value: unknown }) => [a.key, a.value]));
+    expect(attrs['portcullis.audit.id']).toEqual({ stringValue: entry.id });
+    expect(attrs['portcullis.tool']).toEqual({ stringValue: 'github__get_me' });
+    expect(attrs['portcullis.decision']).toEqual({ stringValue: 'DENY' });
+    expect(attrs['client.address']).toEqual({ stringValue: '10.0.0.7' });
+    expect(attrs['portcullis.tool_args']).toEqual({ stringValue: '{"q":"x"}' });
+    expect(attrs['portcullis.policy.names']).toEqual({ arrayValue: { values: [{ stringValue: 'no' }] } });
+    expect(attrs['portcullis.duration_ms']).toEqual({ intValue: 3 });
+  });
+});
+
+describe('deliverToSink against a real HTTP server', () => {
+  let server: Server;
+  let base: string;
+  let answer = 200;
+  const received: Array<{ headers: IncomingMessage['headers']; body: string; url: string }> = [];
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => { body += c; });
+      req.on('end', () => {
+        received.push({ headers: req.headers, body, url: req.url ?? '' });
+        if (answer === 302) res.writeHead(302, { location: 'http://169.254.169.254/' }).end();
+        else res.writeHead(answer).end(answer === 200 ? '' : 'try later');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('signs a webhook request over its exact body, and names the status of a refusal without following redirects', async () => {
+    const target = { kind: 'webhook' as const, id: 'sink-1', url: `${base}/hook`, secret: 'webhook-secret-123456' };
+    await deliverToSink(target, [entry]);
+    const got = received.at(-1)!;
+    expect(verifySinkSignature('webhook-secret-123456', got.headers[SINK_SIGNATURE_HEADER] as string, got.body)).toBe(true);
+    const body = JSON.parse(got.body) as WebhookSinkBody;
+    expect(body.sinkId).toBe('sink-1');
+    expect(body.entries).toEqual([entry]);
+    expect(got.body).not.toContain('webhook-secret-123456');
+
+    answer = 503;
+    await expect(deliverToSink(target, [entry])).rejects.toThrow(new SinkDeliveryError('the sink answered HTTP 503: try later'));
+    answer = 302;
+    await expect(deliverToSink(target, [entry])).rejects.toThrow(/redirects are not followed/);
+    expect(received.filter((r) => r.url !== '/hook')).toEqual([]);
+    answer = 200;
+  });
+
+  it('posts OTLP JSON to /v1/logs with the owner\'s headers', async () => {
+    await deliverToSink({ kind: 'otlp', id: 'sink-2', url: base, headers: { 'x-api-key': 'k-123' } }, [entry]);
+    const got = received.at(-1)!;
+    expect(got.url).toBe('/v1/logs');
+    expect(got.headers['content-type']).toBe('application/json');
+    expect(got.headers['x-api-key']).toBe('k-123');
+    expect(JSON.parse(got.body).resourceLogs[0].scopeLogs[0].logRecords).toHaveLength(1);
+  });
+});
