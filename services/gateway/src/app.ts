@@ -34,6 +34,9 @@ import { homeRoutes } from './api/home-router.ts';
 import { sameOriginGuard } from './plugins/session-auth.ts';
 import { refuseControlCharacters } from './plugins/text-input-guard.ts';
 import { validationApiError } from './api/validation.ts';
+import { oauthServerRoutes, oauthRateLimitsOf } from './oauth/oauth-routes.ts';
+import { oauthConsentRoutes } from './oauth/consent-routes.ts';
+import type { AgentOAuth } from './oauth/agent-oauth.ts';
 
 export interface AppDeps {
   config: Pick<GatewayConfig, 'NODE_ENV' | 'HOST' | 'MCP_ALLOWED_ORIGINS' | 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT'> & RateLimitConfig & { publicUrl: string };
@@ -58,6 +61,8 @@ export interface AppDeps {
   connectFlow: ConnectFlow;
   /** Injected clock for tests; `Date.now` otherwise. */
   now?: () => number;
+  /** Portcullis as the OAuth authorization server of its own `/mcp` (decisions 050–054). */
+  oauth: AgentOAuth;
   /**
    * The built dashboard (SvelteKit adapter-node `handler`), served for every `GET` that is not
    * `/api` or `/mcp` — single-process mode serves everything on one port. Absent: a landing page.
@@ -132,6 +137,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (mcp) => {
     await mcpRoutes(mcp, {
       resolver: deps.resolver,
+      agentTokens: deps.oauth.tokens,
+      resourceMetadataUrl: deps.oauth.urls.resourceMetadata,
       toolCalls: deps.toolCalls,
       sessions: deps.sessions,
       bodyLimit: deps.config.MCP_BODY_LIMIT_BYTES,
@@ -142,6 +149,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         listenHost: deps.config.HOST,
       },
     });
+  });
+
+  await app.register(async (oauth) => {
+    await oauthServerRoutes(oauth, { db: deps.db, provider: deps.oauth.provider, publicUrl: deps.config.publicUrl, limits: oauthRateLimitsOf(deps.config) });
   });
 
   await app.register(async (api) => {
@@ -165,6 +176,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, connectFlow: deps.connectFlow });
     await entitiesRoutes(api, { db: deps.db, auth: deps.auth, refresh: deps.entityRefresh });
     await api.register(webhooksRoutes, { db: deps.db, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });
+    await oauthConsentRoutes(api, { db: deps.db, auth: deps.auth, grants: deps.oauth.grants, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });
     await statusRoutes(api, { probes: deps.probes });
     if (deps.dashboard) {
       const dashboard = deps.dashboard;

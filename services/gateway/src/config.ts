@@ -96,6 +96,13 @@ const gatewayShape = {
   RATE_LIMIT_INVITES_PER_IP: z.coerce.number().int().positive().default(50),
   RATE_LIMIT_AGENTS_PER_USER: z.coerce.number().int().positive().default(10),
   /**
+   * Portcullis's own authorization server (decision 050): client registrations per client IP
+   * per rolling hour (shared in Postgres), and token/revocation requests per client IP per
+   * RATE_LIMIT_WINDOW_MINUTES (in-memory per replica).
+   */
+  RATE_LIMIT_OAUTH_REGISTER_PER_IP: z.coerce.number().int().positive().default(20),
+  RATE_LIMIT_OAUTH_TOKEN_PER_IP: z.coerce.number().int().positive().default(300),
+  /**
    * Live audit stream (GET /api/audit/stream): the heartbeat interval, which is also how often
    * each stream's visible agents and session are re-checked; open streams per user on one
    * replica; frames a slow client may have waiting before it is disconnected.

@@ -20,6 +20,7 @@ import { createCredentialsService } from './modules/connectors/credentials-servi
 import { createEntityStore } from './modules/entities/entity-store.ts';
 import { harvestAndStore } from './modules/entities/harvester.ts';
 import { createEntityRefresh } from './modules/entities/entity-refresh.ts';
+import { createAgentOAuth } from './oauth/agent-oauth.ts';
 
 export interface Gateway {
   /** Where it listens, e.g. `http://127.0.0.1:8080`. */
@@ -89,7 +90,10 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     ...(deps.now ? { now: deps.now } : {}),
   });
 
+  const oauth = createAgentOAuth({ db: deps.db, bus: deps.bus, secret: config.secret, publicUrl: publicUrlGuess, ...(deps.now ? { now: deps.now } : {}) });
+
   const app = await buildApp({
+    oauth,
     config: { ...config, publicUrl: publicUrlGuess },
     db: deps.db,
     bus: deps.bus,
@@ -121,6 +125,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     async release() {
       await publisher.flush();
       await resolver.close();
+      await oauth.tokens.close();
       await sessions.close();
       await upstream.close();
       policy.close();

@@ -1,5 +1,6 @@
 import { buildApp, type AppDeps } from './app.ts';
 import { loadGatewayConfig } from './config.ts';
+import { oauthUrlsOf } from './oauth/oauth-provider.ts';
 
 /**
  * Stands in for every dependency while the routes are only registered: registering a route
@@ -24,6 +25,7 @@ export async function openApiDocument(): Promise<Record<string, unknown>> {
     config: { ...config, publicUrl: 'http://localhost' },
     db: stand, bus: stand, resolver: stand, toolCalls: stand, sessions: stand, auth: stand, audit: stand, policy: stand,
     mailer: stand, secret, probes: {}, entityRefresh: stand, connectFlow: stand,
+    oauth: { provider: stand, grants: stand, tokens: stand, urls: oauthUrlsOf('http://localhost') },
   };
   const app = await buildApp(deps);
   try {

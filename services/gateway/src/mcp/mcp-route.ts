@@ -6,6 +6,7 @@ import {
   isInitializeRequest, isJSONRPCRequest, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type InitializeRequest, type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { MemberKeyResolver } from '../modules/identity/member-key-resolver.ts';
+import type { AgentTokenResolver } from '../oauth/agent-token-resolver.ts';
 import type { MemberContext } from '../modules/identity/member-context.ts';
 import type { SessionRegistry } from '../modules/sessions/session-registry.ts';
 import { createMcpDispatcher } from './mcp-dispatcher.ts';
@@ -60,6 +61,10 @@ function firstRequest(body: unknown): { method: string; id: unknown; name: strin
  */
 export async function mcpRoutes(app: FastifyInstance, options: {
   resolver: MemberKeyResolver;
+  /** OAuth access tokens Portcullis issued (decision 053): they act as the member key they were granted with. */
+  agentTokens: AgentTokenResolver;
+  /** RFC 9728 metadata URL, named in every 401 so OAuth clients can discover how to sign in. */
+  resourceMetadataUrl: string;
   toolCalls: ToolCallService;
   sessions: SessionRegistry;
   bodyLimit: number;
@@ -80,9 +85,9 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     const refusal = originRefusal(request.headers);
     if (refusal) return rpcError(reply, 403, JSONRPC_FORBIDDEN, refusal);
     const key = bearerOf(request);
-    const context = key ? await timed('key', () => options.resolver.resolve(key)) : undefined;
+    const context = key ? await timed('key', () => (key.startsWith('pcm_') ? options.resolver : options.agentTokens).resolve(key)) : undefined;
     if (!context) {
-      reply.header('WWW-Authenticate', 'Bearer realm="portcullis", error="invalid_token"');
+      reply.header('WWW-Authenticate', `Bearer realm="portcullis", error="invalid_token", resource_metadata="${options.resourceMetadataUrl}"`);
       return rpcError(reply, 401, JSONRPC_UNAUTHORIZED, key ? 'Invalid or revoked member key' : 'A member key is required: Authorization: Bearer pcm_…');
     }
     request.mcpContext = context;

@@ -17,6 +17,8 @@ export interface MemberContext {
   connections: MemberConnection[];
   /** The member's vault key, unwrapped with the presented member key; absent when it cannot be. */
   vaultPrivateKey: KeyObject | undefined;
+  /** Set when the caller presented an OAuth access token instead of the member key (decision 053). */
+  oauth?: { clientId: string; grantId: string };
 }
 
 export interface MemberConnection {

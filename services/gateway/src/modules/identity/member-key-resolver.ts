@@ -1,8 +1,9 @@
-import { and, eq, inArray, isNull } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
 import { digestKey, looksLikeMemberKey, schema, unwrapPrivateKey, type Bus, type Database } from '@portcullis/core';
 import type { MemberContext } from './member-context.ts';
+import { callerColumns, callerContextOf } from './caller-context.ts';
 
-const { agents, connections, memberKeys, members } = schema;
+const { agents, memberKeys, members } = schema;
 
 export interface MemberKeyResolver {
   /** The caller behind a presented member key, or undefined when the key is unknown or revoked. */
@@ -33,53 +34,20 @@ export function createMemberKeyResolver(deps: { db: Database; bus: Bus; ttlMs?: 
 
   async function load(presentedKey: string, digest: string): Promise<MemberContext | undefined> {
     const [row] = await deps.db
-      .select({
-        keyId: memberKeys.id,
-        memberId: members.id,
-        memberEmail: members.email,
-        memberRole: members.role,
-        memberStatus: members.status,
-        wrappedPrivateKey: members.vaultWrappedPrivateKey,
-        agentId: agents.id,
-        agentName: agents.name,
-        agentStatus: agents.status,
-        agentType: agents.type,
-        agentPolicyVersion: agents.policyVersion,
-        allowedServices: agents.allowedServices,
-      })
+      .select({ keyId: memberKeys.id, ...callerColumns })
       .from(memberKeys)
       .innerJoin(members, eq(members.id, memberKeys.memberId))
       .innerJoin(agents, eq(agents.id, members.agentId))
       .where(and(eq(memberKeys.keyHash, digest), isNull(memberKeys.revokedAt)))
       .limit(1);
     if (!row) return undefined;
-    const memberConnections = await deps.db
-      .select()
-      .from(connections)
-      .where(and(eq(connections.memberId, row.memberId), inArray(connections.service, row.allowedServices.length > 0 ? row.allowedServices : [''])));
     let vaultPrivateKey;
     try {
       vaultPrivateKey = row.wrappedPrivateKey ? unwrapPrivateKey(row.memberId, row.wrappedPrivateKey, presentedKey) : undefined;
     } catch {
       vaultPrivateKey = undefined; // connections made under an older key; reset-lost clears them
     }
-    return {
-      keyId: row.keyId,
-      memberId: row.memberId,
-      memberEmail: row.memberEmail,
-      memberRole: row.memberRole,
-      memberStatus: row.memberStatus,
-      agentId: row.agentId,
-      agentName: row.agentName,
-      agentStatus: row.agentStatus,
-      agentType: row.agentType,
-      agentPolicyVersion: row.agentPolicyVersion,
-      allowedServices: row.allowedServices,
-      connections: memberConnections.map((c) => ({
-        id: c.id, service: c.service, identityInfo: c.identityInfo, sealedTokens: c.sealedTokens, status: c.status, updatedAt: c.updatedAt,
-      })),
-      vaultPrivateKey,
-    };
+    return callerContextOf(deps.db, row, vaultPrivateKey);
   }
 
   async function flushLastUsed() {

@@ -1,0 +1,107 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { authorizationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/authorize.js';
+import { clientRegistrationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/register.js';
+import { revocationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/revoke.js';
+import { tokenHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/token.js';
+import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
+import { ApiError, type Database } from '@portcullis/core';
+import { clientIpKey, createLimiters, createSharedLimiters, type Limit, type LimitHook, type RateLimitConfig } from '../plugins/rate-limits.ts';
+import { oauthUrlsOf } from './oauth-provider.ts';
+
+export interface OAuthRateLimits {
+  /** `POST /oauth/register`, per client IP, counted in Postgres (every replica shares it). */
+  registerPerIp: Limit;
+  /** `POST /oauth/token` and `/oauth/revoke`, per client IP, per replica. */
+  tokenPerIp: Limit;
+}
+
+/** The limits from configuration. */
+export function oauthRateLimitsOf(config: RateLimitConfig): OAuthRateLimits {
+  return {
+    registerPerIp: { max: config.RATE_LIMIT_OAUTH_REGISTER_PER_IP, windowMs: 60 * 60_000 },
+    tokenPerIp: { max: config.RATE_LIMIT_OAUTH_TOKEN_PER_IP, windowMs: config.RATE_LIMIT_WINDOW_MINUTES * 60_000 },
+  };
+}
+
+/** An OAuth error body (RFC 6749 §5.2), the shape every answer of these endpoints has. */
+function oauthError(reply: FastifyReply, status: number, error: string, description: string) {
+  return reply.code(status).header('cache-control', 'no-store').type('application/json').send({ error, error_description: description });
+}
+
+/** A limiter hook whose refusal is an OAuth error (429 `too_many_requests`, with Retry-After). */
+function oauthLimited(limit: LimitHook): LimitHook {
+  return async (request, reply) => {
+    if (request.method === 'OPTIONS') return; // a CORS preflight is not a request
+    try {
+      await limit(request, reply);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'rate_limited') return oauthError(reply, 429, 'too_many_requests', err.message);
+      throw err;
+    }
+  };
+}
+
+/**
+ * Portcullis as the authorization server of its own `/mcp` (decisions 050–053): RFC 9728
+ * protected-resource metadata, RFC 8414 authorization-server metadata, and the MCP SDK's
+ * authorization, token, registration (RFC 7591) and revocation (RFC 7009) handlers. Those are
+ * Express routers: each request is handed to them untouched (Fastify does not read the body),
+ * after this replica's rate limits. Every answer, errors included, is in the OAuth format.
+ */
+export async function oauthServerRoutes(app: FastifyInstance, options: {
+  db: Database; provider: OAuthServerProvider; publicUrl: string; limits: OAuthRateLimits;
+}) {
+  const urls = oauthUrlsOf(options.publicUrl);
+
+  const handlers = express();
+  handlers.disable('x-powered-by');
+  handlers.use('/oauth/authorize', authorizationHandler({ provider: options.provider, rateLimit: false }));
+  handlers.use('/oauth/token', tokenHandler({ provider: options.provider, rateLimit: false }));
+  handlers.use('/oauth/register', clientRegistrationHandler({ clientsStore: options.provider.clientsStore, rateLimit: false, clientSecretExpirySeconds: 0 }));
+  handlers.use('/oauth/revoke', revocationHandler({ provider: options.provider, rateLimit: false }));
+  // A body the parsers refuse (malformed, too large) — never Express's HTML page or a stack trace.
+  handlers.use((err: { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
+    const tooLarge = err.status === 413 || err.type === 'entity.too.large';
+    res.status(tooLarge ? 413 : 400).set('cache-control', 'no-store')
+      .json({ error: 'invalid_request', error_description: tooLarge ? 'The request body is too large.' : 'The request body is malformed.' });
+  });
+
+  const handOver = async (request: FastifyRequest, reply: FastifyReply) => {
+    reply.hijack();
+    handlers(request.raw as Request, reply.raw as Response);
+  };
+
+  const limiter = await createLimiters(app);
+  const shared = createSharedLimiters({ db: options.db });
+  const tokenLimit = oauthLimited(limiter(options.limits.tokenPerIp, 'token requests', clientIpKey));
+  const registerLimit = oauthLimited(shared({ limit: options.limits.registerPerIp, action: 'oauth.register', what: 'client registrations', subjectOf: (r) => `ip:${clientIpKey(r)}` }));
+
+  // The SDK's parsers read the body; Fastify leaves the stream alone.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+
+  const cors = { 'access-control-allow-origin': '*', 'cache-control': 'public, max-age=300' };
+  const protectedResource = { resource: urls.resource, authorization_servers: [urls.issuer], bearer_methods_supported: ['header'], resource_name: 'Portcullis MCP gateway' };
+  const authorizationServer = {
+    issuer: urls.issuer,
+    authorization_endpoint: urls.authorize,
+    token_endpoint: urls.token,
+    registration_endpoint: urls.register,
+    revocation_endpoint: urls.revoke,
+    response_types_supported: ['code'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: ['none'],
+    revocation_endpoint_auth_methods_supported: ['none'],
+  };
+  for (const url of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
+    app.get(url, { schema: { hide: true } }, async (_request, reply) => reply.headers(cors).send(protectedResource));
+  }
+  app.get('/.well-known/oauth-authorization-server', { schema: { hide: true } }, async (_request, reply) => reply.headers(cors).send(authorizationServer));
+
+  app.route({ method: ['GET', 'POST'], url: '/oauth/authorize', schema: { hide: true }, handler: handOver });
+  app.route({ method: ['POST', 'OPTIONS'], url: '/oauth/token', schema: { hide: true }, onRequest: tokenLimit, handler: handOver });
+  app.route({ method: ['POST', 'OPTIONS'], url: '/oauth/revoke', schema: { hide: true }, onRequest: tokenLimit, handler: handOver });
+  app.route({ method: ['POST', 'OPTIONS'], url: '/oauth/register', schema: { hide: true }, onRequest: registerLimit, handler: handOver });
+}
