@@ -28,6 +28,7 @@ import { connectorsRoutes } from './api/connectors-router.ts';
 import { connectionsRoutes } from './api/connections-router.ts';
 import { entitiesRoutes } from './api/entities-router.ts';
 import { webhooksRoutes } from './api/webhooks-router.ts';
+import { sinksRoutes } from './api/sinks-router.ts';
 import type { Mailer } from './modules/mail/mailer.ts';
 import { statusRoutes, type HealthProbe } from './api/status-router.ts';
 import { homeRoutes } from './api/home-router.ts';
@@ -173,6 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await policiesRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, policy: deps.policy, audit: deps.audit });
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl, limits: abuseRateLimitsOf(deps.config) });
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
+    await sinksRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, secret: deps.secret, allowLoopbackHttp: deps.config.NODE_ENV !== 'production' });
     await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, connectFlow: deps.connectFlow });
     await entitiesRoutes(api, { db: deps.db, auth: deps.auth, refresh: deps.entityRefresh });
     await api.register(webhooksRoutes, { db: deps.db, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });
