@@ -151,6 +151,18 @@ describe('OAuth sign-in for agent clients: Portcullis as the authorization serve
     expect(denied.content[0]!.text).toContain('Searching is not allowed');
     await client.close();
 
+    // The audit names the OAuth client beside the member key record, as it would for the key itself.
+    const [grant] = await t.database.db.select().from(schema.mcpOAuthGrants).where(eq(schema.mcpOAuthGrants.clientId, provider.info!.client_id));
+    const [ownerKeyRecord] = await t.database.db.select().from(schema.memberKeys).where(eq(schema.memberKeys.id, grant!.keyId));
+    expect(ownerKeyRecord!.memberId).toBe(ownerMemberId);
+    let audited: Array<{ tool: string; decision: string; oauthClientId?: string; memberKeyId: string }> = [];
+    for (let i = 0; i < 100 && audited.length < 2; i++) {
+      audited = ((await owner.call('GET', `/api/audit?member=${ownerMemberId}&limit=50`)).body.entries as typeof audited).filter((e) => e.oauthClientId === provider.info!.client_id);
+      if (audited.length < 2) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(audited.map((e) => [e.tool, e.decision]).sort()).toEqual([['get_me', 'ALLOW'], ['search_repositories', 'DENY']]);
+    expect(audited.every((e) => e.memberKeyId === grant!.keyId)).toBe(true);
+
     // Refresh rotates both tokens; the new access token works on the other replica too.
     const before = provider.saved!;
     provider.saved = { ...before, access_token: 'expired' };

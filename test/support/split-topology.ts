@@ -71,7 +71,7 @@ export async function startSplitTopology(options: {
       ...policyPorts.map((port, i) => launch(i === 0 ? 'policy' : `policy${i}`, 'services/policy/src/main.ts', {
         ...shared, ...metricsEnv(i === 0 ? 'policy' : `policy${i}`, i), DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${port}`, AUDIT_URL: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, `policy${i}`),
       }, /policy listening/)),
-      launch('audit', 'services/audit/src/main.ts', { ...shared, ...metricsEnv('audit', policyPorts.length), GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, /audit listening/),
+      launch('audit', 'services/audit/src/main.ts', { ...shared, ...metricsEnv('audit', policyPorts.length), DATABASE_URL: testDb.url, GRPC_ADDRESS: `127.0.0.1:${auditPort}`, DATA_DIR: join(dataDir, 'audit') }, /audit listening/),
     ];
     await Promise.all(started.map((proc, i) => proc.waitFor([...specs.values()][i]!.ready)));
 

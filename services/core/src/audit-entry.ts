@@ -14,6 +14,8 @@ export const auditEntrySchema = z.object({
   memberName: z.string(),
   memberKeyId: z.string(),
   sessionId: z.string().optional(),
+  /** The OAuth client (Portcullis's own authorization server) the call came through; absent for a member key (decision 053). */
+  oauthClientId: z.string().max(64).optional(),
   service: z.string(),
   tool: z.string(),
   action: z.string(),
@@ -63,12 +65,14 @@ export function auditEntryOf(value: unknown): AuditEntry | undefined {
   if (v.decision !== 'ALLOW' && v.decision !== 'DENY') return undefined;
   if (typeof v.durationMs !== 'number' || !(v.durationMs >= 0)) return undefined;
   if (v.sessionId !== undefined && typeof v.sessionId !== 'string') return undefined;
+  if (v.oauthClientId !== undefined && (typeof v.oauthClientId !== 'string' || v.oauthClientId.length > 64)) return undefined;
   if (v.stage !== undefined && v.stage !== 'decision' && v.stage !== 'complete') return undefined;
   if (v.traceparent !== undefined && (typeof v.traceparent !== 'string' || v.traceparent.length > 200)) return undefined;
   const entry: Record<string, unknown> = { id: v.id, timestamp: v.timestamp, toolArgs: v.toolArgs, decision: v.decision, durationMs: v.durationMs };
   for (const field of STRING_FIELDS) entry[field] = v[field];
   for (const field of LIST_FIELDS) entry[field] = v[field];
   if (v.sessionId !== undefined) entry.sessionId = v.sessionId;
+  if (v.oauthClientId !== undefined) entry.oauthClientId = v.oauthClientId;
   if (v.stage !== undefined) entry.stage = v.stage;
   if (v.traceparent !== undefined) entry.traceparent = v.traceparent;
   return entry as AuditEntry;

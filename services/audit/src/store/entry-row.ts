@@ -31,13 +31,15 @@ export interface AuditRow {
    * 1 = `complete`. The table keeps the highest rank per entry (`ReplacingMergeTree(stage_rank)`).
    */
   stage_rank: number;
+  /** The OAuth client of the call (decision 053); '' for a member key. */
+  oauth_client_id: string;
 }
 
 /** Every column, in table order; SELECTs name them rather than `*`. */
 export const AUDIT_COLUMNS = [
   'id', 'timestamp', 'agent_id', 'agent_name', 'member_id', 'member_name', 'member_key_id', 'session_id',
   'service', 'tool', 'action', 'resource', 'caller_ip', 'tool_args', 'decision', 'reason',
-  'matched_policy_ids', 'matched_policy_names', 'policy_version_ids', 'policy_db_ids', 'duration_ms', 'principal', 'stage_rank',
+  'matched_policy_ids', 'matched_policy_names', 'policy_version_ids', 'policy_db_ids', 'duration_ms', 'principal', 'stage_rank', 'oauth_client_id',
 ] as const satisfies ReadonlyArray<keyof AuditRow>;
 
 /**
@@ -80,6 +82,7 @@ export function toRow(entry: AuditEntry): AuditRow {
     duration_ms: entry.durationMs,
     principal: entry.principal,
     stage_rank: entry.stage === 'decision' ? 0 : 1,
+    oauth_client_id: entry.oauthClientId ?? '',
   };
 }
 
@@ -94,6 +97,7 @@ export function fromRow(row: AuditRow): AuditEntry {
     memberName: row.member_name,
     memberKeyId: row.member_key_id,
     ...(row.session_id === null ? {} : { sessionId: row.session_id }),
+    ...(row.oauth_client_id ? { oauthClientId: row.oauth_client_id } : {}),
     service: row.service,
     tool: row.tool,
     action: row.action,

@@ -119,6 +119,7 @@ export const NDJSON_LINE = [
   `',"memberName":'`, json('member_name'),
   `',"memberKeyId":'`, json('member_key_id'),
   `if(isNull(session_id), '', concat(',"sessionId":', ${json('assumeNotNull(session_id)')}))`,
+  `if(oauth_client_id = '', '', concat(',"oauthClientId":', ${json('oauth_client_id')}))`,
   `',"service":'`, json('service'),
   `',"tool":'`, json('tool'),
   `',"action":'`, json('action'),

@@ -31,5 +31,6 @@ export function toAuditEntryMsg(entry: AuditEntry): AuditEntryMsg {
     policyVersionIds: entry.policyVersionIds,
     durationMs: entry.durationMs,
     principal: entry.principal,
+    oauthClientId: entry.oauthClientId ?? '',
   };
 }

@@ -74,6 +74,8 @@ export interface AuditEntryMsg {
   policyVersionIds: string[];
   durationMs: number;
   principal: string;
+  /** The OAuth client of the call; '' or absent for a member key (decision 053). */
+  oauthClientId?: string;
 }
 
 /** `redactPolicyAgentIds`: agents whose policy identities the caller may not see (decision 022); absent = none. */

@@ -119,6 +119,7 @@ export function createToolCallService(deps: {
       memberName: context.memberEmail,
       memberKeyId: context.keyId,
       ...(request.sessionId ? { sessionId: request.sessionId } : {}),
+      ...(context.oauth ? { oauthClientId: context.oauth.clientId } : {}),
       ...target,
       callerIp: request.callerIp,
       toolArgs: redactToolArgs(request.args),
