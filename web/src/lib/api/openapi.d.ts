@@ -505,6 +505,8 @@ export interface paths {
                                 memberKeyId: string;
                                 /** @description MCP session id, where the call had one */
                                 sessionId?: string;
+                                /** @description The OAuth client the call came through (GET /api/agents/{id}/oauth-grants names it); absent for a member key */
+                                oauthClientId?: string;
                                 /** @description Connector key */
                                 service: string;
                                 tool: string;
@@ -709,6 +711,7 @@ export interface paths {
                     from?: string;
                     to?: string;
                     agent?: string;
+                    agentId?: string;
                     service?: string;
                     tool?: string;
                     result?: "ALLOW" | "DENY";
@@ -3665,6 +3668,264 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{id}/sinks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's audit sinks, with lag and last error */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            sinks: {
+                                id: string;
+                                agentId: string;
+                                /** @enum {string} */
+                                kind: "webhook" | "otlp";
+                                name: string;
+                                url: string;
+                                enabled: boolean;
+                                /** @description OTLP sinks: the names of the sealed headers */
+                                headerNames: string[];
+                                /** @description Entries accepted for the sink and not yet delivered; null when the bus cannot say */
+                                lag: number | null;
+                                /** @description The last failed delivery, as the sink answered it */
+                                lastError: string | null;
+                                lastErrorAt: string | null;
+                                lastDeliveredAt: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Adds an audit sink: it receives the agent's entries from now on
+         * @description At most 10 sinks an agent (409 beyond).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "webhook";
+                        name: string;
+                        /** @description https URL (plain http only to localhost outside production) */
+                        url: string;
+                        /** @description HMAC-SHA256 key the requests are signed with (Portcullis-Signature header); stored sealed, never returned */
+                        secret: string;
+                    } | {
+                        /** @enum {string} */
+                        kind: "otlp";
+                        name: string;
+                        /** @description OTLP/HTTP endpoint; /v1/logs is appended unless the path ends with it */
+                        url: string;
+                        /** @description Request headers for the collector, e.g. an API key; stored sealed, only their names are returned */
+                        headers?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            agentId: string;
+                            /** @enum {string} */
+                            kind: "webhook" | "otlp";
+                            name: string;
+                            url: string;
+                            enabled: boolean;
+                            /** @description OTLP sinks: the names of the sealed headers */
+                            headerNames: string[];
+                            /** @description Entries accepted for the sink and not yet delivered; null when the bus cannot say */
+                            lag: number | null;
+                            /** @description The last failed delivery, as the sink answered it */
+                            lastError: string | null;
+                            lastErrorAt: string | null;
+                            lastDeliveredAt: string | null;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/sinks/{sinkId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Deletes an audit sink and what it had not delivered */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    sinkId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Changes an audit sink (name, URL, enabled, secret or headers) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    sinkId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name?: string;
+                        /** @description https URL (plain http only to localhost outside production) */
+                        url?: string;
+                        enabled?: boolean;
+                        /** @description Webhook sinks: a new signing secret */
+                        secret?: string;
+                        /** @description OTLP sinks: replaces every header ({} removes them) */
+                        headers?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            agentId: string;
+                            /** @enum {string} */
+                            kind: "webhook" | "otlp";
+                            name: string;
+                            url: string;
+                            enabled: boolean;
+                            /** @description OTLP sinks: the names of the sealed headers */
+                            headerNames: string[];
+                            /** @description Entries accepted for the sink and not yet delivered; null when the bus cannot say */
+                            lag: number | null;
+                            /** @description The last failed delivery, as the sink answered it */
+                            lastError: string | null;
+                            lastErrorAt: string | null;
+                            lastDeliveredAt: string | null;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/agents/{id}/sinks/{sinkId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sends a test entry to the sink now and says whether it was taken */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    sinkId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            delivered: boolean;
+                            error: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{id}/connect/{service}": {
         parameters: {
             query?: never;
@@ -3913,6 +4174,222 @@ export interface paths {
             };
         };
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/oauth/consent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query: {
+                    request: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            client: {
+                                id: string;
+                                name: string;
+                                /** @description Where the browser goes back to after consent */
+                                redirectHost: string;
+                            };
+                            /** @description The MCP endpoint the tokens are for */
+                            resource: string;
+                            /** @description Agents the signed-in user is an approved member of */
+                            agents: {
+                                id: string;
+                                name: string;
+                                /** @description Consent needs the member key of this agent */
+                                hasKey: boolean;
+                            }[];
+                            /** @description ISO 8601: consent after this is refused; start again from the client */
+                            expiresAt: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        request: string;
+                        /** Format: uuid */
+                        agentId: string;
+                        memberKey: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Send the browser here: back to the client */
+                            redirectTo: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/oauth/consent/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        request: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Send the browser here: back to the client */
+                            redirectTo: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/oauth-grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            grants: {
+                                id: string;
+                                clientId: string;
+                                clientName: string;
+                                redirectHosts: string[];
+                                memberId: string;
+                                memberEmail: string;
+                                /** @description ISO 8601 */
+                                createdAt: string;
+                                /** @description ISO 8601; null before the first call */
+                                lastUsedAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/oauth-grants/{grantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    grantId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
