@@ -24,9 +24,11 @@ import { sandboxTokenIssuer } from '../test/support/fixtures.ts';
 import { stageBreakdown, stageTotals } from './stage-totals.ts';
 import { cpuByThreadOf, cpuTimesOf } from './rss-sampler.ts';
 
-const RATES = (process.env.BENCH_RATES ?? '100,500').split(',').map(Number);
+/** A comma-separated list of positive numbers; empty skips that phase. */
+const numbers = (text: string) => text.split(',').map(Number).filter((n) => n > 0);
+const RATES = numbers(process.env.BENCH_RATES ?? '100,500');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-const CONCURRENCIES = (process.env.BENCH_CONCURRENCY ?? '16,64').split(',').map(Number);
+const CONCURRENCIES = numbers(process.env.BENCH_CONCURRENCY ?? '16,64');
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 2_000);
 const POLICIES = Number(process.env.BENCH_POLICIES ?? 100);
 

@@ -59,6 +59,8 @@ export function tracerOf(service: 'gateway' | 'policy' | 'audit'): Tracer {
 
 /** The active trace context as W3C headers (`traceparent`, `tracestate`); empty when tracing is off. */
 export function currentTraceHeaders(): Record<string, string> {
+  // Off: there is no context to carry, and asking the no-op propagator costs every call.
+  if (!provider) return {};
   const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
   return carrier;

@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import { SpanKind } from '@opentelemetry/api';
-import { contextFromTraceHeaders, counter, histogram, tracerOf, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
+import { contextFromTraceHeaders, counter, histogram, tracerOf, tracingEnabled, type AuthorizeRequest, type AuthorizeResponse } from '@portcullis/core';
 import { denyWithoutPolicySet, evaluate, UNKNOWN_AGENT_REASON, type AuthorizeInput, type Verdict } from '../engine/evaluate.ts';
 import type { PolicyCache } from '../engine/policy-cache.ts';
 import type { PreparedPolicySet } from '../engine/prepared-set.ts';
@@ -44,15 +44,15 @@ export function createAuthorizeDecider(deps: AuthorizeHandlerDeps): Decide {
   const tracer = tracerOf('policy');
   return (request, traceHeaders, done) => {
     const stopTimer = decisionTime.startTimer();
-    // The gateway's trace continues here when it sent one (a no-op span otherwise).
-    const span = tracer.startSpan('Authorize', { kind: SpanKind.SERVER }, contextFromTraceHeaders(traceHeaders));
+    // The gateway's trace continues here when it sent one; without tracing no span is made at all.
+    const span = tracingEnabled() ? tracer.startSpan('Authorize', { kind: SpanKind.SERVER }, contextFromTraceHeaders(traceHeaders)) : undefined;
     const callback: DecisionCallback = (err, value) => {
       stopTimer();
       if (value) {
         decisions.inc({ decision: value.decision === 'ALLOW' ? 'ALLOW' : 'DENY' });
-        span.setAttribute('portcullis.decision', value.decision);
+        span?.setAttribute('portcullis.decision', value.decision);
       }
-      span.end();
+      span?.end();
       done(err, value);
     };
 
