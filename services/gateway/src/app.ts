@@ -21,6 +21,7 @@ import { auditRoutes } from './api/audit-router.ts';
 import { auditStreamRoutes } from './api/audit-stream-router.ts';
 import { dashboardRoutes } from './api/dashboard-router.ts';
 import { sessionsRoutes } from './api/sessions-router.ts';
+import { setupRoutes } from './api/setup-router.ts';
 import { agentsRoutes } from './api/agents-router.ts';
 import { policiesRoutes } from './api/policies-router.ts';
 import { membersRoutes } from './api/members-router.ts';
@@ -170,6 +171,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     await dashboardRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
     await sessionsRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit, sessions: deps.sessions });
+    await setupRoutes(api, { db: deps.db, auth: deps.auth, publicUrl: deps.config.publicUrl });
     await agentsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, limits: abuseRateLimitsOf(deps.config) });
     await policiesRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, policy: deps.policy, audit: deps.audit });
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl, limits: abuseRateLimitsOf(deps.config) });

@@ -31,6 +31,8 @@ export const deleteAgent = (id: string) => call(http.DELETE('/api/agents/{id}', 
 export const setAgentStatus = (id: string, status: 'active' | 'disabled') => call(http.PUT('/api/agents/{id}/status', { ...agent(id), body: { status } }));
 export const setAgentServices = (id: string, services: string[]) => call(http.PUT('/api/agents/{id}/services', { ...agent(id), body: { services } }));
 export const getOnboarding = (id: string) => call(http.GET('/api/agents/{id}/onboarding', agent(id)));
+/** The external MCP URL for the setup snippets (decision 046). */
+export const clientSetup = (id: string) => call(http.GET('/api/agents/{id}/setup', agent(id)));
 
 export const listMembers = (id: string, q: { status?: MemberStatus; limit?: number; offset?: number } = {}) =>
   call(http.GET('/api/agents/{id}/members', { params: { path: { id }, query: query(q) } }));

@@ -65,6 +65,11 @@ export function listAudit(view: AuditView): Promise<AuditPage> {
   return call(http.GET('/api/audit', { params: { query: query({ ...view.filters, limit: view.limit, offset: view.offset }) } }));
 }
 
+/** The newest audited call of one member on one agent, and how many there are (the setup page's first-call check). */
+export function memberCalls(agentId: string, memberId: string): Promise<AuditPage> {
+  return call(http.GET('/api/audit', { params: { query: { agentId, member: memberId, limit: 1 } } }));
+}
+
 export async function listAuditMembers(): Promise<AuditMember[]> {
   return (await call(http.GET('/api/audit/members'))).members;
 }
