@@ -185,9 +185,10 @@ describe('OpenAPI', () => {
     const entry = (full.paths['/api/audit']!.get.responses['200']!.content!['application/json']!.schema!.properties!.entries as { items: { properties: Record<string, unknown>; required: string[] } }).items;
     expect(Object.keys(entry.properties).sort()).toEqual([
       'action', 'agentId', 'agentName', 'callerIp', 'decision', 'durationMs', 'id', 'matchedPolicyIds', 'matchedPolicyNames', 'memberId', 'memberKeyId',
-      'memberName', 'policyVersionIds', 'principal', 'reason', 'resource', 'service', 'sessionId', 'timestamp', 'tool', 'toolArgs', 'user',
+      'memberName', 'oauthClientId', 'policyVersionIds', 'principal', 'reason', 'resource', 'service', 'sessionId', 'timestamp', 'tool', 'toolArgs', 'user',
     ]);
     expect(entry.required).not.toContain('sessionId');
+    expect(entry.required).not.toContain('oauthClientId');
     expect(props('/api/audit/members')).toEqual(['members']);
     expect(props('/api/dashboard/stats')).toEqual(['agents', 'allowed', 'calls', 'denied', 'policies']);
     expect(props('/api/dashboard/member-stats')).toEqual(['members']);
