@@ -266,3 +266,57 @@ describe('the dashboard foundation in a real browser (issue 18: guards, states, 
     await page.getByTestId('agent-disabled-banner').waitFor({ state: 'detached' });
   });
 });
+
+describe('MFA enrolment pending (MFA_REQUIRED=all): only the enrolment step is reachable (issue 18 item 4)', () => {
+  const ENROLEE = 'foundation-enrolee@example.com';
+  let product: RunningProduct;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    [product, browser] = await Promise.all([startProduct({ MFA_REQUIRED: 'all' }), launchChromium()]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await product?.stop();
+  });
+
+  it('a user who must set up MFA sees only the enrolment step, on every page, until it is done; then the whole dashboard', async () => {
+    const { page, context, consoleErrors, screenshot } = await openPage(browser, product.baseUrl, { viewport: VIEWPORTS.phone });
+    await page.goto('/agents');
+    await page.waitForURL(/\/sign-in\?next=%2Fagents/);
+    await signInHere(page, product.outboxDir, ENROLEE);
+    await page.waitForURL((url) => url.pathname === '/account');
+    const secret = page.getByTestId('mfa-secret');
+    await secret.waitFor();
+    await page.getByText('Your organisation requires two-factor authentication. Set it up to continue.').waitFor();
+    expect(await page.getByRole('navigation', { name: 'Main' }).count()).toBe(0);
+    expect(await page.getByRole('heading', { name: 'Where you\'re signed in' }).count()).toBe(0);
+
+    for (const path of ['/agents', '/audit', '/', '/agents/00000000-0000-4000-8000-000000000000', '/agents/00000000-0000-4000-8000-000000000000/onboarding', '/sign-in']) {
+      await page.goto(path);
+      await page.waitForURL((url) => url.pathname === '/account');
+      await page.getByTestId('mfa-secret').waitFor();
+      expect(await page.getByRole('navigation', { name: 'Main' }).count(), path).toBe(0);
+    }
+    // The API refuses everything else with the reason, in the product's error shape.
+    const refused = await apiFromPage(page, 'GET', '/api/agents');
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.details.reason).toBe('mfa_enrolment_required');
+    expect((await horizontalOverflow(page)).by).toBe(0);
+    expect(await axeViolations(page)).toEqual([]);
+    await screenshot('foundation-mfa-enrolment-pending-390');
+
+    // Enrolling opens the dashboard.
+    await page.getByLabel('Code from the app').fill(await generate({ secret: (await page.getByTestId('mfa-secret').textContent())!.trim() }));
+    await page.getByRole('button', { name: 'Turn on two-factor authentication' }).click();
+    await page.getByRole('list', { name: 'Backup codes' }).waitFor();
+    await page.getByRole('button', { name: 'I have saved them' }).click();
+    await page.getByTestId('mfa-on').waitFor();
+    await page.goto('/agents');
+    await page.waitForURL((url) => url.pathname === '/agents');
+    await page.getByRole('button', { name: 'Menu' }).waitFor();
+    expect((await apiFromPage(page, 'GET', '/api/agents')).status).toBe(200);
+    expect(unexpectedConsoleErrors(consoleErrors, '40[03]')).toEqual([]);
+    await context.close();
+  });
+});
