@@ -323,4 +323,20 @@ describe('OAuth sign-in for agent clients: Portcullis as the authorization serve
     expect(recovered.some((value) => value.includes(upstreamToken))).toBe(false);
     expect(recovered.some((value) => /pco_|pcr_|pcc_/.test(value))).toBe(false);
   });
+
+  it('a disabled agent answers a token as it answers the key (403), and rotating the grant’s key ends the grant, on both replicas within 1 s', async () => {
+    const issued = await tokensFor({ api: owner, agentId, memberKey: ownerKey });
+    expect(await mcpStatus(g1, issued.access_token)).toBe(200);
+    expect((await owner.call('PUT', `/api/agents/${agentId}/status`, { status: 'disabled' })).status).toBe(200);
+    await untilStatus([g0, g1], issued.access_token, 403, 1000);
+    expect((await owner.call('PUT', `/api/agents/${agentId}/status`, { status: 'active' })).status).toBe(200);
+    await untilStatus([g0, g1], issued.access_token, 200, 1000);
+
+    const rotated = await owner.call('PUT', `/api/agents/${agentId}/members/${ownerMemberId}/key`, { currentKey: ownerKey });
+    expect(rotated.status).toBe(200);
+    await untilStatus([g0, g1], issued.access_token, 401, 1000);
+    const refreshed = await fetch(`${g0}/oauth/token`, form({ grant_type: 'refresh_token', client_id: issued.clientId, refresh_token: issued.refresh_token! }));
+    expect(refreshed.status).toBe(400);
+    expect(await refreshed.json()).toMatchObject({ error: 'invalid_grant' });
+  });
 });
