@@ -7,6 +7,7 @@ import {
 import { connectMcp } from '../support/mcp-client.ts';
 import { latestMailTo } from '../support/dashboard-session.ts';
 import { apiClient, signInThroughOutbox } from '../support/api-client.ts';
+import { freePort } from '../support/processes.ts';
 
 /**
  * Issue 18, the console pages: the home overview, the audit explorer, invites and approvals,
@@ -24,10 +25,13 @@ describe('the operations console in a real browser: overview, audit explorer, in
   let browser: Browser;
   let owner: OpenedPage;
   let agentId = '';
-  const calls = { allowed: 0, denied: 0 };
+  /** Calls made through /mcp: allowed, denied, and allowed ones whose upstream failed (Linear is down). */
+  const calls = { allowed: 0, denied: 0, upstreamFailed: 0 };
 
   beforeAll(async () => {
-    [product, browser] = await Promise.all([startProduct(), launchChromium()]);
+    // Linear's upstream is down (nothing listens on its port): a call there is a real upstream error.
+    const downPort = await freePort();
+    [product, browser] = await Promise.all([startProduct({ UPSTREAM_LINEAR_URL: `http://127.0.0.1:${downPort}/linear/mcp` }), launchChromium()]);
     // Real tool calls through /mcp: allowed reads and denied destructive calls.
     const { client } = await connectMcp(product.baseUrl, product.demoMemberKey);
     try {
@@ -153,6 +157,50 @@ describe('the operations console in a real browser: overview, audit explorer, in
     expect(unexpectedConsoleErrors(consoleErrors)).toEqual([]);
   });
 
+  it('an upstream that is down: the overview lists the agent under "agents with upstream errors"; its row and the agent dropdown open that agent\'s log by id', async () => {
+    const { client } = await connectMcp(product.baseUrl, product.demoMemberKey);
+    try {
+      const failure = await client.callTool({ name: 'linear__list_issues', arguments: {} }).then(() => undefined, (err: Error) => err);
+      expect(failure?.message).toMatch(/Linear: The connector cannot be reached/);
+      calls.upstreamFailed += 1; // allowed by policy; its entry records the upstream's failure
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+    const { page, screenshot, consoleErrors } = owner;
+    await page.setViewportSize(SIZES.desktop);
+    const failed = async () => ((await apiFromPage(page, 'GET', '/api/audit?service=linear')).body.entries as Array<{ reason: string }>)
+      .filter((e) => e.reason.includes('; upstream error: The connector cannot be reached')).length;
+    await expect.poll(failed, { timeout: 20_000 }).toBe(1);
+    const agentName = (await apiFromPage(page, 'GET', `/api/agents/${agentId}`)).body.name as string;
+
+    await page.goto('/');
+    const panel = page.getByTestId('agents-with-errors');
+    const row = panel.getByRole('link', { name: new RegExp(agentName) });
+    await row.waitFor();
+    await expect(row.locator('.value').textContent()).resolves.toBe('1');
+    expect(await row.getAttribute('title')).toBe('1 calls whose upstream failed');
+    await panel.scrollIntoViewIfNeeded();
+    await screenshot('console-overview-upstream-errors');
+    await row.click();
+    await page.waitForURL(new RegExp(`/audit\\?agentId=${agentId}&range=24h$`));
+    await page.locator('[data-chip="agentId"]', { hasText: agentName }).waitFor();
+    await expect.poll(() => page.locator('.results[aria-busy="false"] tr.entry', { hasText: 'upstream error' }).count()).toBe(1);
+    await expect(page.getByLabel('Agent', { exact: true }).inputValue()).resolves.toBe(agentId);
+
+    // The explorer's agent dropdown sends the exact id, not the name (decision 045).
+    await page.goto('/audit');
+    await page.locator('.results[aria-busy="false"]').waitFor();
+    const asked: string[] = [];
+    page.on('request', (request) => { if (new URL(request.url()).pathname === '/api/audit') asked.push(new URL(request.url()).search); });
+    await page.getByLabel('Agent', { exact: true }).selectOption({ label: agentName });
+    await page.waitForURL(new RegExp(`/audit\\?agentId=${agentId}$`));
+    await expect.poll(() => asked.some((q) => q.includes(`agentId=${agentId}`) && !q.includes('agent='))).toBe(true);
+    const ofAgent = (await apiFromPage(page, 'GET', `/api/audit?agentId=${agentId}&limit=1`)).body.total as number;
+    expect(ofAgent).toBeGreaterThanOrEqual(calls.allowed + calls.denied + calls.upstreamFailed);
+    await expect.poll(() => page.getByTestId('audit-total').textContent()).toMatch(new RegExp(`of ${ofAgent} entr`));
+    expect(unexpectedConsoleErrors(consoleErrors)).toEqual([]);
+  });
+
   for (const [size, viewport] of Object.entries(SIZES)) it(`at ${size}, open invites are listed, resent and revoked; a pending member shows a badge and is approved in one click`, async () => {
     const { page, screenshot, consoleErrors } = owner;
     await page.setViewportSize(viewport);
@@ -214,7 +262,7 @@ describe('the operations console in a real browser: overview, audit explorer, in
       await signInThroughPage(member.page, product.outboxDir, JOINER);
       await member.page.goto('/');
       await member.page.getByTestId('overview-series').waitFor();
-      await expect(member.page.getByTestId('overview-calls').textContent()).resolves.toBe(String(calls.allowed + calls.denied));
+      await expect(member.page.getByTestId('overview-calls').textContent()).resolves.toBe(String(calls.allowed + calls.denied + calls.upstreamFailed));
       await member.page.goto('/audit');
       await member.page.getByTestId('audit-histogram').waitFor();
       await member.page.locator('tr.entry').first().waitFor();
