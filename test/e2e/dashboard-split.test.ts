@@ -64,6 +64,23 @@ describe('dashboard in split mode: its own process, /api and /mcp forwarded to t
     await client.close();
   });
 
+  it('forwards the OAuth metadata and endpoints for agent clients; the consent page is its own (decision 050)', async () => {
+    const resource = await fetch(`${webUrl}/.well-known/oauth-protected-resource/mcp`);
+    expect(resource.status).toBe(200);
+    expect(await resource.json()).toMatchObject({ resource: `${webUrl}/mcp`, authorization_servers: [webUrl] });
+    expect(await (await fetch(`${webUrl}/.well-known/oauth-authorization-server`)).json()).toMatchObject({ token_endpoint: `${webUrl}/oauth/token` });
+    const registered = await fetch(`${webUrl}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'split', redirect_uris: ['http://127.0.0.1:1/cb'] }) });
+    expect(registered.status).toBe(201);
+    const { client_id } = await registered.json() as { client_id: string };
+    const authorize = await fetch(`${webUrl}/oauth/authorize?client_id=${client_id}&response_type=code&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256`, { redirect: 'manual' });
+    expect(authorize.status).toBe(302);
+    const consent = new URL(authorize.headers.get('location')!);
+    expect(consent.origin + consent.pathname).toBe(`${webUrl}/oauth/consent`);
+    const page = await fetch(consent);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/_app\/immutable/);
+  });
+
   it('answers 503 in the error shape when the gateway is down', async () => {
     await t.processes.gateway0!.stop();
     const res = await fetch(`${webUrl}/api/auth/status`);

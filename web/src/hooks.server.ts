@@ -5,16 +5,26 @@ import { env } from '$env/dynamic/private';
 const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'content-length', 'host'];
 
 /**
- * Split mode: the dashboard runs on its own (`node web/build/index.js`) and forwards `/api`
- * and `/mcp` to the gateway at `PORTCULLIS_GATEWAY_URL`, streaming both ways (the live audit
+ * Split mode: the dashboard runs on its own (`node web/build/index.js`) and forwards `/api`,
+ * `/mcp` and the OAuth endpoints for agent clients to the gateway at `PORTCULLIS_GATEWAY_URL`, streaming both ways (the live audit
  * stream and exports included). The gateway's `PUBLIC_URL` is then this server's address, so
  * its same-origin guard accepts the browser's `Origin` and its e-mailed links land here.
  * In single-process mode the gateway serves this app itself and the variable is unset.
  */
+/**
+ * What the gateway answers: `/api`, `/mcp`, and its OAuth authorization server for agent
+ * clients (decision 050: metadata and the four endpoints); `/oauth/consent` is this app's page.
+ */
+const OAUTH_ENDPOINTS = new Set(['/oauth/authorize', '/oauth/token', '/oauth/register', '/oauth/revoke']);
+function forwarded(path: string): boolean {
+  return path === '/mcp' || path === '/api' || path.startsWith('/api/') || OAUTH_ENDPOINTS.has(path)
+    || path === '/.well-known/oauth-authorization-server' || path === '/.well-known/oauth-protected-resource' || path.startsWith('/.well-known/oauth-protected-resource/');
+}
+
 export const handle: Handle = async ({ event, resolve }) => {
   const gateway = env.PORTCULLIS_GATEWAY_URL;
   const path = event.url.pathname;
-  if (!gateway || !(path === '/mcp' || path === '/api' || path.startsWith('/api/'))) return resolve(event);
+  if (!gateway || !forwarded(path)) return resolve(event);
 
   const headers = new Headers(event.request.headers);
   for (const name of HOP_BY_HOP) headers.delete(name);
