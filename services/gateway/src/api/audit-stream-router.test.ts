@@ -133,6 +133,9 @@ describe('GET /api/audit/stream (in-process bus)', () => {
     const cases: Array<{ query: string; expected: number[]; sentinel: Partial<AuditEntry> & { agentId: string } }> = [
       { query: 'agent=SUPPORT', expected: [0, 1, 2], sentinel: { agentId: support } },
       { query: 'agent=copilot', expected: [3, 4, 5, 6], sentinel: { agentId: devops } },
+      // The exact agent id (decision 045); with the name substring too, both must hold.
+      { query: `agentId=${devops}`, expected: [3, 4, 5, 6], sentinel: { agentId: devops } },
+      { query: `agentId=${support}&agent=copilot`, expected: [], sentinel: { agentId: support, agentName: 'Support copilot' } },
       { query: 'service=github', expected: [0, 1, 4, 5, 6], sentinel: { agentId: support } },
       { query: 'tool=ISSUE', expected: [0, 1, 4, 5, 6], sentinel: { agentId: devops, tool: 'update_issue' } },
       { query: 'result=DENY', expected: [1], sentinel: { agentId: devops, decision: 'DENY' } },
