@@ -97,49 +97,4 @@ export type Body<P extends keyof paths, M extends Method> =
 export type Query<P extends keyof paths, M extends Method = 'get'> =
   Operation<P, M> extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
 
-type LooseQuery = Record<string, string | number | boolean | undefined | null>;
-
-function withQuery(path: string, values?: LooseQuery): string {
-  if (!values) return path;
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(query(values))) params.set(key, String(value));
-  const text = params.toString();
-  return text ? `${path}?${text}` : path;
-}
-
-async function request<T>(method: string, path: string, body?: unknown, values?: LooseQuery): Promise<T> {
-  let res: Response;
-  try {
-    res = await fetch(withQuery(path, values), {
-      method,
-      credentials: 'same-origin',
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  } catch {
-    throw networkError();
-  }
-  if (res.status === 204) return undefined as T;
-  const text = await res.text();
-  let parsed: unknown;
-  try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
-  if (!res.ok) {
-    const error = apiErrorOf(res, parsed);
-    reportSessionLoss(path, error);
-    throw error;
-  }
-  return parsed as T;
-}
-
-/**
- * Untyped requests, for routes whose answer the OpenAPI document does not describe yet (no
- * response schema) or that are newer than the generated types. Prefer `call(http.…)`.
- */
-export const api = {
-  get: <T>(path: string, values?: LooseQuery) => request<T>('GET', path, undefined, values),
-  post: <T>(path: string, body?: unknown) => request<T>('POST', path, body ?? {}),
-  put: <T>(path: string, body?: unknown) => request<T>('PUT', path, body ?? {}),
-  delete: <T = void>(path: string) => request<T>('DELETE', path),
-};
-
 export { describeError, fieldErrorsOf, messageOf } from './errors.ts';
