@@ -181,6 +181,19 @@ describe('OAuth sign-in for agent clients: Portcullis as the authorization serve
     expect(await refreshAfter.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
+  it('exchanging a code twice refuses the second and revokes what the first gave', async () => {
+    const { clientId, code } = await consentFor({ api: owner, agentId, memberKey: ownerKey });
+    const exchange = () => fetch(`${g0}/oauth/token`, form({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk', redirect_uri: REDIRECT }));
+    const first = await exchange();
+    expect(first.status).toBe(200);
+    const { access_token } = await first.json() as OAuthTokens;
+    expect(await mcpStatus(g1, access_token)).toBe(200);
+    const again = await exchange();
+    expect(again.status).toBe(400);
+    expect(await again.json()).toMatchObject({ error: 'invalid_grant' });
+    await untilStatus([g0, g1], access_token, 401, 1000);
+  });
+
   it('reusing a rotated refresh token revokes the grant', async () => {
     const issued = await tokensFor({ api: owner, agentId, memberKey: ownerKey });
     const rotated = await fetch(`${g0}/oauth/token`, form({ grant_type: 'refresh_token', client_id: issued.clientId, refresh_token: issued.refresh_token! }));
@@ -335,6 +348,7 @@ describe('OAuth sign-in for agent clients: Portcullis as the authorization serve
     const rotated = await owner.call('PUT', `/api/agents/${agentId}/members/${ownerMemberId}/key`, { currentKey: ownerKey });
     expect(rotated.status).toBe(200);
     await untilStatus([g0, g1], issued.access_token, 401, 1000);
+    expect((await owner.call('GET', `/api/agents/${agentId}/oauth-grants`)).body.grants).toEqual([]);
     const refreshed = await fetch(`${g0}/oauth/token`, form({ grant_type: 'refresh_token', client_id: issued.clientId, refresh_token: issued.refresh_token! }));
     expect(refreshed.status).toBe(400);
     expect(await refreshed.json()).toMatchObject({ error: 'invalid_grant' });

@@ -164,9 +164,13 @@ export function createGrantStore(deps: { db: Database; bus: Pick<Bus, 'publishCh
       return Boolean(revoked);
     },
 
-    /** Grants that still act: not revoked, with a refresh token that has not expired. */
+    /** Grants that still act: not revoked, their member key not revoked, with a refresh token that has not expired. */
     liveGrantCondition() {
-      return and(isNull(grants.revokedAt), sql`exists (select 1 from ${tokens} where ${tokens.grantId} = ${grants.id} and ${tokens.kind} = 'refresh' and ${tokens.usedAt} is null and ${tokens.expiresAt} > now())`);
+      return and(
+        isNull(grants.revokedAt),
+        sql`exists (select 1 from ${memberKeys} where ${memberKeys.id} = ${grants.keyId} and ${memberKeys.revokedAt} is null)`,
+        sql`exists (select 1 from ${tokens} where ${tokens.grantId} = ${grants.id} and ${tokens.kind} = 'refresh' and ${tokens.usedAt} is null and ${tokens.expiresAt} > now())`,
+      );
     },
   };
 }
