@@ -53,12 +53,17 @@ export interface BoundWhere {
 export function whereOf(filter: ResolvedFilter): BoundWhere {
   const conditions = ['agent_id IN {agentIds:Array(String)}'];
   const params: Record<string, unknown> = { agentIds: [...filter.agentIds] };
+  // Each bound is also stated on the day, the main table's first sort column: the engine does
+  // not carry a bound on `timestamp` over to `toDate(timestamp)` on its own, and without it a
+  // one-day range read every later day of the month's part (16 granules instead of 288 at 10M
+  // entries, bench/README, issue 17). `toDate32`: the bound may be any instant DateTime64
+  // holds (to 2299), past the end of `Date` (2149), where `toDate` would wrap.
   if (filter.from) {
-    conditions.push("timestamp >= {from:DateTime64(3, 'UTC')}");
+    conditions.push("timestamp >= {from:DateTime64(3, 'UTC')}", "toDate(timestamp) >= toDate32({from:DateTime64(3, 'UTC')})");
     params.from = toClickHouseTime(filter.from);
   }
   if (filter.to) {
-    conditions.push("timestamp <= {to:DateTime64(3, 'UTC')}");
+    conditions.push("timestamp <= {to:DateTime64(3, 'UTC')}", "toDate(timestamp) <= toDate32({to:DateTime64(3, 'UTC')})");
     params.to = toClickHouseTime(filter.to);
   }
   if (filter.service !== undefined) {
