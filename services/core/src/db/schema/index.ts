@@ -4,7 +4,7 @@ export { agents } from './agents.ts';
 export { members, type MemberRole, type MemberStatus } from './members.ts';
 export { memberKeys } from './member-keys.ts';
 export { connections, type ConnectionOAuth, type ConnectionStatus } from './connections.ts';
-export { policies, policyVersions, type PolicyEffect, type PolicyPrincipal } from './policies.ts';
+export { policies, policyVersions, type PolicyEffect, type PolicyMode, type PolicyPrincipal } from './policies.ts';
 export { signInCodes } from './sign-in-codes.ts';
 export { mfaBackupCodes } from './mfa-backup-codes.ts';
 export { invites } from './invites.ts';

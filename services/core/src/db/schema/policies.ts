@@ -3,6 +3,8 @@ import { agents } from './agents.ts';
 import { users } from './users.ts';
 
 export type PolicyEffect = 'forbid' | 'permit';
+/** `shadow`: evaluated on live traffic and audited, never enforced (decision 061). */
+export type PolicyMode = 'enforce' | 'shadow';
 export type PolicyPrincipal = { type: 'all_members' } | { type: 'members'; ids: string[] };
 
 export const policies = pgTable('policies', {
@@ -18,6 +20,9 @@ export const policies = pgTable('policies', {
   conditions: jsonb('conditions').$type<Record<string, unknown>>().notNull().default({}),
   denyMessage: text('deny_message'),
   enabled: boolean('enabled').notNull().default(true),
+  mode: text('mode').$type<PolicyMode>().notNull().default('enforce'),
+  /** When the policy last went into shadow mode (null while enforced): its shadow results count from here. */
+  shadowSince: timestamp('shadow_since', { withTimezone: true }),
   /** The latest snapshot in `policy_versions`. */
   currentVersionId: uuid('current_version_id'),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
@@ -31,7 +36,7 @@ export const policyVersions = pgTable('policy_versions', {
   /** Not a foreign key: history outlives a deleted policy. */
   policyId: uuid('policy_id').notNull(),
   version: integer('version').notNull(),
-  change: text('change').$type<'create' | 'update' | 'toggle' | 'delete' | 'restore'>().notNull(),
+  change: text('change').$type<'create' | 'update' | 'toggle' | 'delete' | 'restore' | 'promote'>().notNull(),
   snapshot: jsonb('snapshot').$type<Record<string, unknown>>().notNull(),
   cedar: text('cedar').notNull(),
   authorUserId: uuid('author_user_id').references(() => users.id, { onDelete: 'set null' }),
