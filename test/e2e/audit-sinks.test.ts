@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySinkSignature, SINK_SIGNATURE_HEADER, type WebhookSinkBody } from '@portcullis/core';
 import { apiClient, signInThroughOutbox, type ApiClient } from '../support/api-client.ts';
 import { addMember, sandboxTokenIssuer } from '../support/fixtures.ts';
 import { connectMcp } from '../support/mcp-client.ts';
 import { freePort } from '../support/processes.ts';
+import { sinkReceiver } from '../support/sink-receiver.ts';
 import { startSplitTopology, type SplitTopology } from '../support/split-topology.ts';
 
 /**
@@ -29,51 +29,6 @@ async function until<T>(what: string, ms: number, probe: () => Promise<T | undef
   }
 }
 
-/** A webhook receiver that keeps what it verified: each entry's deliveries, and whether two requests ever overlapped. */
-function webhookReceiver(port: number) {
-  const deliveries = new Map<string, number>();
-  const entries = new Map<string, Record<string, unknown>>();
-  let inFlight = 0;
-  let overlapped = false;
-  let refusedSignatures = 0;
-  let server: Server | undefined;
-  return {
-    deliveries, entries,
-    get overlapped() { return overlapped; },
-    get refusedSignatures() { return refusedSignatures; },
-    async start() {
-      server = createServer((req, res) => {
-        inFlight += 1;
-        if (inFlight > 1) overlapped = true;
-        let body = '';
-        req.on('data', (c) => { body += c; });
-        req.on('end', () => {
-          inFlight -= 1;
-          if (!verifySinkSignature(WEBHOOK_SECRET, req.headers[SINK_SIGNATURE_HEADER] as string | undefined, body)) {
-            refusedSignatures += 1;
-            res.writeHead(401).end();
-            return;
-          }
-          const payload = JSON.parse(body) as WebhookSinkBody;
-          if (!payload.test) {
-            for (const e of payload.entries) {
-              deliveries.set(e.id, (deliveries.get(e.id) ?? 0) + 1);
-              entries.set(e.id, e as unknown as Record<string, unknown>);
-            }
-          }
-          res.writeHead(204).end();
-        });
-      });
-      await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve));
-    },
-    /** Gone at once, as a crashed receiver: open connections are cut, new ones refused. */
-    async kill() {
-      server!.closeAllConnections();
-      await new Promise<void>((resolve) => server!.close(() => resolve()));
-    },
-  };
-}
-
 describe('audit sinks: a webhook down for a burst of calls, and an OTLP collector', () => {
   let t: SplitTopology;
   let owner: ApiClient;
@@ -81,15 +36,13 @@ describe('audit sinks: a webhook down for a burst of calls, and an OTLP collecto
   let agentId: string;
   let memberKey: string;
   let memberId: string;
-  let webhookPort: number;
-  let webhook: ReturnType<typeof webhookReceiver>;
+  let webhook: ReturnType<typeof sinkReceiver>;
   let otlp: Server;
   const otlpRecords: Array<{ attributes: Record<string, unknown>; severityText: string; timeUnixNano: string }> = [];
   const otlpApiKeys: string[] = [];
 
   beforeAll(async () => {
-    webhookPort = await freePort();
-    webhook = webhookReceiver(webhookPort);
+    webhook = sinkReceiver(await freePort(), WEBHOOK_SECRET);
     await webhook.start();
     otlp = createServer((req, res) => {
       let body = '';
@@ -120,7 +73,7 @@ describe('audit sinks: a webhook down for a burst of calls, and an OTLP collecto
     member = apiClient(t.gateways[0]!);
     await signInThroughOutbox(member, t.outboxDir, 'sink-member@example.com');
 
-    const hook = await owner.call('POST', `/api/agents/${agentId}/sinks`, { kind: 'webhook', name: 'SIEM webhook', url: `http://127.0.0.1:${webhookPort}/portcullis`, secret: WEBHOOK_SECRET });
+    const hook = await owner.call('POST', `/api/agents/${agentId}/sinks`, { kind: 'webhook', name: 'SIEM webhook', url: webhook.url, secret: WEBHOOK_SECRET });
     expect(hook.status, hook.text).toBe(201);
     const collector = await owner.call('POST', `/api/agents/${agentId}/sinks`, { kind: 'otlp', name: 'Collector', url: `http://127.0.0.1:${otlpPort}`, headers: { 'x-api-key': OTLP_KEY } });
     expect(collector.status, collector.text).toBe(201);

@@ -6,7 +6,7 @@ import { startSinkWorker, type SinkOutcomes, type SinkWorker } from './sink-work
 
 export interface SinkWorkersOptions {
   db: Database;
-  bus: Pick<Bus, 'sinkFeed' | 'keyValue'>;
+  bus: Pick<Bus, 'sinkFeed' | 'keyValue' | 'onChange'>;
   /** The server secret the sinks' secrets are sealed with. */
   serverSecret: string;
   log: AuditLogger;
@@ -27,10 +27,10 @@ export interface SinkWorkers extends SinkHandOff {
 const DELIVERED_WRITE_EVERY_MS = 5_000;
 
 /**
- * The audit service's sink workers (decision 055): every `refreshMs` the enabled sinks are read
- * from Postgres; each gets a worker (restarted when the sink changes, stopped when it is deleted
- * or disabled). Every replica runs a worker per sink; the sink's lease lets one deliver at a time.
- * Also what the writer asks which agents have sinks.
+ * The audit service's sink workers (decision 055): every `refreshMs` the sinks are read from
+ * Postgres; each enabled one gets a worker (restarted when the sink changes, stopped when it is
+ * deleted or paused). Every replica runs a worker per sink; the sink's lease lets one deliver at
+ * a time. Also what the writer asks which agents have sinks (paused ones included: they collect).
  */
 export async function startSinkWorkers(o: SinkWorkersOptions): Promise<SinkWorkers> {
   const leases = await o.bus.keyValue('audit-sink-leases', { ttlMs: o.leaseTtlMs ?? 15_000 });
@@ -55,8 +55,10 @@ export async function startSinkWorkers(o: SinkWorkersOptions): Promise<SinkWorke
   };
 
   const refresh = async () => {
-    const rows = await o.db.select().from(schema.auditSinks).where(eq(schema.auditSinks.enabled, true));
-    agents = new Set(rows.map((r) => r.agentId));
+    const all = await o.db.select().from(schema.auditSinks);
+    // A paused sink keeps collecting (its lag grows) until it is resumed or deleted.
+    agents = new Set(all.map((r) => r.agentId));
+    const rows = all.filter((r) => r.enabled);
     const wanted = new Map(rows.map((r) => [r.id, r]));
     for (const [id, running] of workers) {
       const row = wanted.get(id);
@@ -87,16 +89,21 @@ export async function startSinkWorkers(o: SinkWorkersOptions): Promise<SinkWorke
 
   let refreshing: Promise<void> = refresh().catch((err: unknown) => o.log('audit sinks: reading the sinks failed; retrying', err));
   await refreshing;
-  const timer = setInterval(() => {
+  const again = () => {
     refreshing = refreshing.then(refresh).catch((err: unknown) => o.log('audit sinks: reading the sinks failed; retrying', err));
-  }, o.refreshMs ?? 2_000);
+  };
+  const timer = setInterval(again, o.refreshMs ?? 2_000);
   timer.unref();
+  // The API announces a sink's creation, change or deletion as `agent.changed`: read them at once,
+  // so the writer hands on the agent's entries from the first calls after the sink was added.
+  const unsubscribe = o.bus.onChange((event) => { if (event.kind === 'agent.changed') again(); });
 
   return {
     agentsWithSinks: () => agents,
     publish: (entries: readonly AuditEntry[]) => o.bus.sinkFeed.publish(entries),
     async stop() {
       clearInterval(timer);
+      unsubscribe();
       await refreshing;
       await Promise.all([...workers.values()].map((w) => w.worker.stop()));
       workers.clear();

@@ -51,7 +51,7 @@ const sinkRows = (agentId: string) => h.db.select().from(schema.auditSinks).wher
 const ENDPOINTS = [
   { method: 'GET', path: '/api/agents/:id/sinks', success: 200 },
   { method: 'POST', path: '/api/agents/:id/sinks', payload: { kind: 'otlp', name: 'Collector', url: 'https://otel.example.com', headers: { 'x-api-key': API_KEY } }, success: 201 },
-  { method: 'PATCH', path: '/api/agents/:id/sinks/:sinkId', payload: { name: 'Renamed', secret: 'another-secret-of-16+' }, success: 200 },
+  { method: 'PUT', path: '/api/agents/:id/sinks/:sinkId', payload: { name: 'Renamed', secret: 'another-secret-of-16+' }, success: 200 },
   { method: 'POST', path: '/api/agents/:id/sinks/:sinkId/test', success: 200 },
   { method: 'DELETE', path: '/api/agents/:id/sinks/:sinkId', success: 204 },
 ] as const;
@@ -104,7 +104,7 @@ describe('an owner\'s sinks', () => {
     const body = JSON.parse(got!.body) as WebhookSinkBody;
     expect(body).toMatchObject({ sinkId, test: true, entries: [{ agentId, tool: 'portcullis__sink_test' }] });
 
-    const moved = await h.request({ method: 'PATCH', url: `/api/agents/${agentId}/sinks/${sinkId}`, cookie: owner(), payload: { url: `${receiverUrl}/down` } });
+    const moved = await h.request({ method: 'PUT', url: `/api/agents/${agentId}/sinks/${sinkId}`, cookie: owner(), payload: { url: `${receiverUrl}/down` } });
     expect(moved.statusCode).toBe(200);
     const failed = await h.request({ method: 'POST', url: `/api/agents/${agentId}/sinks/${sinkId}/test`, cookie: owner() });
     expect(failed.json()).toEqual({ delivered: false, error: 'the sink answered HTTP 503' });
@@ -135,10 +135,10 @@ describe('an owner\'s sinks', () => {
 
   it('refuses a secret on an OTLP sink and headers on a webhook sink when changing them', async () => {
     const { agentId, sinkId } = await agentWithSink();
-    const res = await h.request({ method: 'PATCH', url: `/api/agents/${agentId}/sinks/${sinkId}`, cookie: owner(), payload: { headers: { 'x-a': 'b' } } });
+    const res = await h.request({ method: 'PUT', url: `/api/agents/${agentId}/sinks/${sinkId}`, cookie: owner(), payload: { headers: { 'x-a': 'b' } } });
     expect(res.statusCode).toBe(400);
     expect(res.json().error.message).toMatch(/headers are for OTLP sinks/);
-    const empty = await h.request({ method: 'PATCH', url: `/api/agents/${agentId}/sinks/${sinkId}`, cookie: owner(), payload: {} });
+    const empty = await h.request({ method: 'PUT', url: `/api/agents/${agentId}/sinks/${sinkId}`, cookie: owner(), payload: {} });
     expect(empty.statusCode).toBe(400);
   });
 });

@@ -56,7 +56,7 @@ const testResult = z.object({ delivered: z.boolean(), error: z.string().nullable
  * webhooks and OTLP/HTTP log endpoints that receive every audit entry of the agent. Owner only
  * (approved and pending members 403, outsiders 404); secrets are write-only.
  */
-export async function sinksRoutes(fastify: FastifyInstance, options: { db: Database; bus: Pick<Bus, 'sinkFeed'>; auth: AuthService; secret: string; allowLoopbackHttp: boolean }) {
+export async function sinksRoutes(fastify: FastifyInstance, options: { db: Database; bus: Pick<Bus, 'sinkFeed' | 'publishChange'>; auth: AuthService; secret: string; allowLoopbackHttp: boolean }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const sinks = createSinkService(options);
   const ownerOf = async (agentId: string, userId: string) => {
@@ -85,7 +85,7 @@ export async function sinksRoutes(fastify: FastifyInstance, options: { db: Datab
     return reply.code(201).send(await sinks.create(request.params.id, request.user!.id, request.body));
   });
 
-  app.patch('/api/agents/:id/sinks/:sinkId', {
+  app.put('/api/agents/:id/sinks/:sinkId', {
     schema: { tags: ['sinks'], summary: 'Changes an audit sink (name, URL, enabled, secret or headers)', params: sinkParams, body: updateBody, response: { 200: sinkSchema } },
     onRequest: requireUser(options.auth),
   }, async (request) => {

@@ -3840,34 +3840,8 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        put?: never;
-        post?: never;
-        /** Deletes an audit sink and what it had not delivered */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    sinkId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
-        options?: never;
-        head?: never;
         /** Changes an audit sink (name, URL, enabled, secret or headers) */
-        patch: {
+        put: {
             parameters: {
                 query?: never;
                 header?: never;
@@ -3923,6 +3897,32 @@ export interface paths {
                 };
             };
         };
+        post?: never;
+        /** Deletes an audit sink and what it had not delivered */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    sinkId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/agents/{id}/sinks/{sinkId}/test": {

@@ -44,7 +44,9 @@ export interface SinkChange {
  * a durable consumer on the sink feed opened at creation (so it keeps entries from then on,
  * whether or not a worker runs yet) and removed with the sink. Callers check the owner role.
  */
-export function createSinkService(o: { db: Database; bus: Pick<Bus, 'sinkFeed'>; secret: string; allowLoopbackHttp: boolean }) {
+export function createSinkService(o: { db: Database; bus: Pick<Bus, 'sinkFeed' | 'publishChange'>; secret: string; allowLoopbackHttp: boolean }) {
+  /** The audit service's sink workers read the sinks again at once (decision 055). */
+  const announce = (agentId: string) => o.bus.publishChange({ kind: 'agent.changed', agentId });
   const checkUrl = (url: string) => {
     const problem = sinkUrlProblem(url, { allowLoopbackHttp: o.allowLoopbackHttp });
     if (problem) throw new ApiError('invalid_request', `url ${problem}.`, { field: 'url' });
@@ -93,6 +95,7 @@ export function createSinkService(o: { db: Database; bus: Pick<Bus, 'sinkFeed'>;
         await o.db.delete(schema.auditSinks).where(eq(schema.auditSinks.id, row!.id));
         throw new ApiError('unavailable', 'The message bus cannot be reached, so the sink was not created; try again shortly.');
       }
+      announce(agentId);
       return viewOf(row!);
     },
 
@@ -109,14 +112,16 @@ export function createSinkService(o: { db: Database; bus: Pick<Bus, 'sinkFeed'>;
         ...(change.headers !== undefined ? { headersSealed: Object.keys(change.headers).length > 0 ? sealSinkHeaders(o.secret, change.headers) : null } : {}),
         updatedAt: new Date(),
       }).where(eq(schema.auditSinks.id, row.id)).returning();
+      announce(agentId);
       return viewOf(updated!);
     },
 
     async remove(agentId: string, sinkId: string): Promise<void> {
       const row = await load(agentId, sinkId);
       await o.db.delete(schema.auditSinks).where(eq(schema.auditSinks.id, row.id));
-      // Its undelivered entries go with it (the consumer); a failure leaves an orphan consumer that
-      // interest retention still feeds, so it is retried by the next delete of that id only: log-worthy, not fatal.
+      announce(agentId);
+      // Its undelivered entries go with its consumer. Should the bus not answer, the consumer stays
+      // behind, keeping the agent's entries until the stream's max age; the sink is gone either way.
       await o.bus.sinkFeed.remove(row.id).catch(() => undefined);
     },
 
