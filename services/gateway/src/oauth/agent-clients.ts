@@ -13,7 +13,6 @@ export const MAX_CLIENT_NAME_LENGTH = 100;
 
 /** A client's self-chosen name as shown at consent: control characters out, bounded, never empty. */
 function displayName(name: string | undefined): string {
-  // eslint-disable-next-line no-control-regex
   const clean = (name ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').replace(/\s+/g, ' ').trim();
   return clean ? clean.slice(0, MAX_CLIENT_NAME_LENGTH) : 'Unnamed client';
 }
