@@ -219,6 +219,18 @@ describe('OAuth sign-in for agent clients: Portcullis as the authorization serve
     expect(landing.searchParams.get('error')).toBe('invalid_request');
     expect(landing.searchParams.get('error_description')).toContain('code_challenge_method');
 
+    // Deny sends the browser back with access_denied; a forged request is refused before anything.
+    const asked = new URL(`${g0}/oauth/authorize`);
+    for (const [k, v] of Object.entries({ client_id, redirect_uri: REDIRECT, response_type: 'code', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', state: 'd' })) asked.searchParams.set(k, v);
+    const pendingRequest = new URL((await fetch(asked, { redirect: 'manual' })).headers.get('location')!).searchParams.get('request')!;
+    const denied = await owner.call('POST', '/api/oauth/consent/deny', { request: pendingRequest });
+    expect(denied.status).toBe(200);
+    const deniedUrl = new URL(denied.body.redirectTo);
+    expect([deniedUrl.searchParams.get('error'), deniedUrl.searchParams.get('state')]).toEqual(['access_denied', 'd']);
+    const forged = await owner.call('POST', '/api/oauth/consent', { request: `${pendingRequest.split('.')[0]}.AAAA`, agentId, memberKey: ownerKey });
+    expect(forged.status).toBe(400);
+    expect(forged.body.error.details).toMatchObject({ reason: 'request_expired' });
+
     const { code } = await consentFor({ api: owner, agentId, memberKey: ownerKey, clientId: client_id });
     const missing = await fetch(`${g0}/oauth/token`, form({ grant_type: 'authorization_code', client_id, code, redirect_uri: REDIRECT }));
     expect(missing.status).toBe(400);
