@@ -89,6 +89,8 @@ export function startSinkWorker(o: SinkWorkerOptions): SinkWorker {
 
   async function deliverUntilTaken(batch: AuditEntry[], mayContinue: () => boolean): Promise<void> {
     const entries = batch.map(sinkEntryOf);
+    // Fetched after this worker stopped or lost its lease: back to the queue, for the holder.
+    if (!mayContinue()) throw new Error('sink worker no longer holds the lease');
     for (let failures = 0; ; failures++) {
       try {
         await deliverToSink(o.target, entries);
