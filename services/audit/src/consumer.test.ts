@@ -93,6 +93,34 @@ describe('audit writer over NATS JetStream', () => {
     }
   });
 
+  it('hands each call\'s final entry to the sink feed once: a completion in place of its write-ahead record, an orphan once settled (decision 055)', async () => {
+    const agentId = `agent-sinks-${Date.now()}`;
+    const sinkId = `sink-test-${Date.now()}`;
+    await bus.sinkFeed.open(sinkId, agentId);
+    const call = makeEntry({ agentId });
+    const orphan = makeEntry({ agentId, timestamp: new Date(Date.now() - 3_600_000).toISOString(), stage: 'decision', reason: 'No forbid policy matched; outcome not recorded: forwarded upstream, no completion received' });
+    const writer = await startAuditWriter({
+      bus, store, batchSize: 50, maxWaitMs: 50, tidyEveryMs: 300, settleAfterMs: 600_000,
+      sinks: { agentsWithSinks: () => new Set([agentId]), publish: (entries) => bus.sinkFeed.publish(entries) },
+    });
+    const received: AuditEntry[] = [];
+    const consumer = await bus.sinkFeed.consume(sinkId, { batchSize: 10, maxWaitMs: 50, handle: async (batch) => { received.push(...batch); } });
+    try {
+      await bus.publishAudit({ ...call, stage: 'decision' });
+      await bus.publishAudit({ ...call, stage: 'complete' });
+      await bus.publishAudit(orphan);
+      await bus.publishAudit(makeEntry({ agentId: 'agent-without-sinks' }));
+      await until(async () => received.length >= 2);
+      await new Promise((r) => setTimeout(r, 700)); // another tidy round settles nothing twice
+    } finally {
+      await consumer.stop();
+      await writer.drain();
+      await bus.sinkFeed.remove(sinkId);
+    }
+    expect(received.map((e) => [e.id, e.stage ?? 'complete'])).toEqual([[call.id, 'complete'], [orphan.id, 'decision']]);
+    expect(received[1]!.reason).toMatch(/outcome not recorded/);
+  });
+
   it('drain() writes everything already accepted before it returns', async () => {
     const agentId = 'agent-writer-2';
     const entries = Array.from({ length: 120 }, (_, i) => makeEntry({ agentId, timestamp: new Date(Date.UTC(2026, 9, 2) + i).toISOString() }));

@@ -66,8 +66,10 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
       // Each traced call's trace continues with its write (entries of untraced calls carry none).
       const spans: Span[] = writable.filter((e) => e.traceparent).map((e) =>
         tracer.startSpan('audit.write', { kind: SpanKind.CONSUMER, attributes: { 'portcullis.stage': e.stage ?? 'complete', 'portcullis.batch_size': writable.length } }, contextFromTraceHeaders({ traceparent: e.traceparent })));
+      let stored = false;
       try {
         await exclusively(() => options.store.insert(writable));
+        stored = true;
         // Outside the insert lock: the next writer's insert does not wait for the sinks' publish.
         if (options.sinks) await options.sinks.publish(finalEntriesFor(writable, options.sinks.agentsWithSinks()));
         for (const span of spans) span.end();
@@ -78,7 +80,9 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
       } catch (err) {
         for (const span of spans) span.end();
         insertFailures.inc();
-        log(`audit writer: insert of ${writable.length} entries failed; they will be redelivered`, err);
+        log(stored
+          ? `audit writer: handing ${writable.length} stored entries to the audit sinks failed; they will be redelivered (and not stored twice)`
+          : `audit writer: insert of ${writable.length} entries failed; they will be redelivered`, err);
         throw err;
       }
     },
