@@ -36,6 +36,7 @@ export async function startSinkWorkers(o: SinkWorkersOptions): Promise<SinkWorke
   const leases = await o.bus.keyValue('audit-sink-leases', { ttlMs: o.leaseTtlMs ?? 15_000 });
   const workers = new Map<string, { version: string; worker: SinkWorker }>();
   let agents: ReadonlySet<string> = new Set();
+  let known: ReadonlySet<string> = new Set();
   const lastDeliveredWrite = new Map<string, number>();
 
   const outcomes: SinkOutcomes = {
@@ -58,6 +59,10 @@ export async function startSinkWorkers(o: SinkWorkersOptions): Promise<SinkWorke
     const all = await o.db.select().from(schema.auditSinks);
     // A paused sink keeps collecting (its lag grows) until it is resumed or deleted.
     agents = new Set(all.map((r) => r.agentId));
+    // Sinks gone since the last read without the API's delete (their agent was deleted): their consumers go too.
+    const ids = new Set(all.map((r) => r.id));
+    for (const id of known) if (!ids.has(id)) await o.bus.sinkFeed.remove(id).catch(() => undefined);
+    known = ids;
     const rows = all.filter((r) => r.enabled);
     const wanted = new Map(rows.map((r) => [r.id, r]));
     for (const [id, running] of workers) {
