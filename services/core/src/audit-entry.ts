@@ -31,6 +31,15 @@ export const auditEntrySchema = z.object({
   durationMs: z.number().nonnegative(),
   principal: z.string(),
   /**
+   * What the verdict would have been with the agent's shadow policies enforced too (decision
+   * 061); absent when the agent had no enabled shadow policy. Never the verdict itself.
+   */
+  shadowDecision: z.enum(['ALLOW', 'DENY']).optional(),
+  /** Keys of the shadow policies that decided `shadowDecision` (like `matchedPolicyIds`). */
+  shadowPolicyIds: z.array(z.string()).optional(),
+  /** Their database ids (like `policyDbIds`). */
+  shadowPolicyDbIds: z.array(z.string()).optional(),
+  /**
    * Write-ahead audit: an allowed call is first recorded as `decision` (durably accepted
    * before anything is forwarded upstream), then again as `complete` under the same id once
    * the upstream answered. The store keeps the latest stage. Absent means `complete`.
@@ -66,6 +75,9 @@ export function auditEntryOf(value: unknown): AuditEntry | undefined {
   if (typeof v.durationMs !== 'number' || !(v.durationMs >= 0)) return undefined;
   if (v.sessionId !== undefined && typeof v.sessionId !== 'string') return undefined;
   if (v.oauthClientId !== undefined && (typeof v.oauthClientId !== 'string' || v.oauthClientId.length > 64)) return undefined;
+  if (v.shadowDecision !== undefined && v.shadowDecision !== 'ALLOW' && v.shadowDecision !== 'DENY') return undefined;
+  if (v.shadowPolicyIds !== undefined && !isStringList(v.shadowPolicyIds)) return undefined;
+  if (v.shadowPolicyDbIds !== undefined && !isStringList(v.shadowPolicyDbIds)) return undefined;
   if (v.stage !== undefined && v.stage !== 'decision' && v.stage !== 'complete') return undefined;
   if (v.traceparent !== undefined && (typeof v.traceparent !== 'string' || v.traceparent.length > 200)) return undefined;
   const entry: Record<string, unknown> = { id: v.id, timestamp: v.timestamp, toolArgs: v.toolArgs, decision: v.decision, durationMs: v.durationMs };
@@ -73,6 +85,9 @@ export function auditEntryOf(value: unknown): AuditEntry | undefined {
   for (const field of LIST_FIELDS) entry[field] = v[field];
   if (v.sessionId !== undefined) entry.sessionId = v.sessionId;
   if (v.oauthClientId !== undefined) entry.oauthClientId = v.oauthClientId;
+  if (v.shadowDecision !== undefined) entry.shadowDecision = v.shadowDecision;
+  if (v.shadowPolicyIds !== undefined) entry.shadowPolicyIds = v.shadowPolicyIds;
+  if (v.shadowPolicyDbIds !== undefined) entry.shadowPolicyDbIds = v.shadowPolicyDbIds;
   if (v.stage !== undefined) entry.stage = v.stage;
   if (v.traceparent !== undefined) entry.traceparent = v.traceparent;
   return entry as AuditEntry;
@@ -121,5 +136,7 @@ export function reasonWithoutPolicyNames(reason: string): string {
 export function redactPolicyIdentities(entry: AuditEntry): AuditEntry {
   return {
     ...entry, reason: reasonWithoutPolicyNames(entry.reason), matchedPolicyIds: [], matchedPolicyNames: [], policyDbIds: [], policyVersionIds: [],
+    ...(entry.shadowPolicyIds !== undefined ? { shadowPolicyIds: [] } : {}),
+    ...(entry.shadowPolicyDbIds !== undefined ? { shadowPolicyDbIds: [] } : {}),
   };
 }

@@ -98,6 +98,8 @@ describe('policy service over gRPC', () => {
       action: 'GithubMCP::Action::"delete_repository"',
       resource: 'GithubMCP::Repository::"acme/api"',
       policyVersion: 1,
+      // No shadow policy on the agent: the wire's empty defaults (decision 061).
+      shadowDecision: '', shadowPolicyKeys: [], shadowPolicyIds: [],
     });
   });
 

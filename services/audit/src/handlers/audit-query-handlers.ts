@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { HistogramRequest, MemberStatsRequest, MembersRequest, OverviewRequest, QueryRequest, SessionActivityRequest, StatsRequest } from '@portcullis/core';
+import type { HistogramRequest, MemberStatsRequest, MembersRequest, OverviewRequest, QueryRequest, SessionActivityRequest, ShadowResultsRequest, StatsRequest } from '@portcullis/core';
 import type { AuditStore } from '../store/audit-store.ts';
 import { exportHandler } from './export.ts';
 import type { AuditLogger } from './grpc-errors.ts';
@@ -10,6 +10,7 @@ import { handleOverview } from './overview.ts';
 import { handlePolicyTriggers, type PolicyTriggersRequest } from './policy-triggers.ts';
 import { handleQuery } from './query.ts';
 import { handleSessionActivity } from './session-activity.ts';
+import { handleShadowResults } from './shadow-results.ts';
 import { handleStats } from './stats.ts';
 import { unaryHandler } from './unary.ts';
 
@@ -25,5 +26,6 @@ export function createAuditQueryHandlers(deps: { store: AuditStore; log: AuditLo
     SessionActivity: unaryHandler('SessionActivity', deps.log, (request: SessionActivityRequest) => handleSessionActivity(deps, request)),
     Histogram: unaryHandler('Histogram', deps.log, (request: HistogramRequest) => handleHistogram(deps, request)),
     Overview: unaryHandler('Overview', deps.log, (request: OverviewRequest) => handleOverview(deps, request)),
+    ShadowResults: unaryHandler('ShadowResults', deps.log, (request: ShadowResultsRequest) => handleShadowResults(deps, request)),
   };
 }

@@ -172,6 +172,25 @@ export function parsePolicyTriggersRequest(request: { agentId?: string | null; p
   return { agentId, policyDbIds: [...new Set(ids)] };
 }
 
+/** Samples `ShadowResults` returns when the request names no number, and at most. */
+export const SHADOW_SAMPLES_DEFAULT = 10;
+export const SHADOW_SAMPLES_MAX = 50;
+
+/** `ShadowResults`: one agent, one policy id, the instant it went into shadow, how many samples. */
+export function parseShadowResultsRequest(request: { agentId?: string | null; policyDbId?: string | null; since?: string | null; sampleLimit?: number | null }): {
+  agentId: string; policyDbId: string; since: Date; sampleLimit: number;
+} {
+  const agentId = request.agentId ?? '';
+  if (agentId.length === 0 || agentId.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`agent_id must be a non-empty id of at most ${MAX_ID_LENGTH} characters`);
+  const policyDbId = request.policyDbId ?? '';
+  if (policyDbId.length === 0 || policyDbId.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`policy_db_id must be a non-empty id of at most ${MAX_ID_LENGTH} characters`);
+  const since = new Date(request.since ?? '');
+  if (!request.since || Number.isNaN(since.getTime())) throw new InvalidArgumentError('since must be an ISO 8601 instant');
+  const limit = nonNegative(request.sampleLimit, 'sample_limit');
+  if (limit > SHADOW_SAMPLES_MAX) throw new InvalidArgumentError(`sample_limit must be at most ${SHADOW_SAMPLES_MAX}, got ${limit}`);
+  return { agentId, policyDbId, since, sampleLimit: limit === 0 ? SHADOW_SAMPLES_DEFAULT : limit };
+}
+
 function quote(value: string): string {
   return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
 }

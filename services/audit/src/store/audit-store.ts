@@ -29,6 +29,20 @@ export interface AuditStats {
 }
 
 /** How often one policy matched a call, and when it last did (ISO 8601). */
+/** What one shadow policy would have changed since `since` (`ShadowResults`, decision 062). */
+export interface ShadowResults {
+  /** Entries of the agent since `since` that carry a shadow verdict. */
+  evaluated: number;
+  /** Of those, the entries whose shadow verdict this policy decided. */
+  matched: number;
+  allowToDeny: number;
+  denyToAllow: number;
+  /** Changed entries, newest first. */
+  samples: Array<{ entryId: string; timestamp: string; memberId: string; memberName: string; service: string; tool: string; decision: string; shadowDecision: string }>;
+  /** Newest matched entry's time; '' when none. */
+  lastMatched: string;
+}
+
 export interface PolicyTriggerCount {
   policyDbId: string;
   count: number;
@@ -117,6 +131,12 @@ export interface AuditStore {
    * entries name it in `policy_db_ids`, and the newest one's time. Ids never matched are left out.
    */
   policyTriggers(agentId: string, policyDbIds: readonly string[]): Promise<PolicyTriggerCount[]>;
+  /**
+   * One shadow policy's results over the agent's completed entries since `since`: counts of
+   * the calls whose shadow verdict it decided, of those it would have changed either way, and
+   * up to `sampleLimit` changed ones, newest first (decision 062).
+   */
+  shadowResults(agentId: string, policyDbId: string, since: Date, sampleLimit: number): Promise<ShadowResults>;
   /**
    * Per member in the given agents' entries (optionally within an inclusive time range):
    * calls, allowed, denied, newest call and most recent name. Most calls first, then member id.
@@ -452,6 +472,42 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
         { ...where.params, ...TOOL_CALLS_ONLY.params },
       );
       return { calls: Number(row?.calls ?? 0), allowed: Number(row?.allowed ?? 0), denied: Number(row?.denied ?? 0) };
+    },
+
+    async shadowResults(agentId, policyDbId, since, sampleLimit) {
+      // The day bound as well as the instant (the sort key starts with the day, see audit-filter.ts).
+      const where = `agent_id = {agentId:String} AND timestamp >= {since:DateTime64(3, 'UTC')}
+        AND toDate(timestamp) >= toDate32({since:DateTime64(3, 'UTC')}) AND shadow_decision != ''`;
+      const mine = 'has(shadow_policy_db_ids, {policyDbId:String})';
+      const params = { agentId, policyDbId, since: toClickHouseTime(since) };
+      const [[counts], samples] = await Promise.all([
+        selectRows<{ evaluated: number | string; matched: number | string; allow_to_deny: number | string; deny_to_allow: number | string; last: string }>(
+          `SELECT count() AS evaluated, countIf(${mine}) AS matched,
+             countIf(${mine} AND decision = 'ALLOW' AND shadow_decision = 'DENY') AS allow_to_deny,
+             countIf(${mine} AND decision = 'DENY' AND shadow_decision = 'ALLOW') AS deny_to_allow,
+             toString(maxIf(timestamp, ${mine})) AS last
+           FROM ${TABLE} WHERE ${where}`,
+          params,
+        ),
+        selectRows<{ id: string; ts: string; member_id: string; member_name: string; service: string; tool: string; decision: string; shadow_decision: string }>(
+          `SELECT toString(id) AS id, toString(timestamp) AS ts, member_id, member_name, service, tool, decision, shadow_decision
+           FROM ${TABLE} WHERE ${where} AND ${mine} AND shadow_decision != decision
+           ORDER BY timestamp DESC, id DESC LIMIT {sampleLimit:UInt32}`,
+          { ...params, sampleLimit },
+        ),
+      ]);
+      const matched = Number(counts?.matched ?? 0);
+      return {
+        evaluated: Number(counts?.evaluated ?? 0),
+        matched,
+        allowToDeny: Number(counts?.allow_to_deny ?? 0),
+        denyToAllow: Number(counts?.deny_to_allow ?? 0),
+        samples: samples.map((row) => ({
+          entryId: row.id, timestamp: fromClickHouseTime(row.ts), memberId: row.member_id, memberName: row.member_name,
+          service: row.service, tool: row.tool, decision: row.decision, shadowDecision: row.shadow_decision,
+        })),
+        lastMatched: matched > 0 && counts ? fromClickHouseTime(counts.last) : '',
+      };
     },
 
     async policyTriggers(agentId, policyDbIds) {

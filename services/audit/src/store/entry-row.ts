@@ -33,6 +33,10 @@ export interface AuditRow {
   stage_rank: number;
   /** The OAuth client of the call (decision 053); '' for a member key. */
   oauth_client_id: string;
+  /** ALLOW | DENY with the shadow policies enforced; '' = the agent had none (decision 061). */
+  shadow_decision: string;
+  shadow_policy_ids: string[];
+  shadow_policy_db_ids: string[];
 }
 
 /** Every column, in table order; SELECTs name them rather than `*`. */
@@ -40,6 +44,7 @@ export const AUDIT_COLUMNS = [
   'id', 'timestamp', 'agent_id', 'agent_name', 'member_id', 'member_name', 'member_key_id', 'session_id',
   'service', 'tool', 'action', 'resource', 'caller_ip', 'tool_args', 'decision', 'reason',
   'matched_policy_ids', 'matched_policy_names', 'policy_version_ids', 'policy_db_ids', 'duration_ms', 'principal', 'stage_rank', 'oauth_client_id',
+  'shadow_decision', 'shadow_policy_ids', 'shadow_policy_db_ids',
 ] as const satisfies ReadonlyArray<keyof AuditRow>;
 
 /**
@@ -83,6 +88,9 @@ export function toRow(entry: AuditEntry): AuditRow {
     principal: entry.principal,
     stage_rank: entry.stage === 'decision' ? 0 : 1,
     oauth_client_id: entry.oauthClientId ?? '',
+    shadow_decision: entry.shadowDecision ?? '',
+    shadow_policy_ids: entry.shadowPolicyIds ?? [],
+    shadow_policy_db_ids: entry.shadowPolicyDbIds ?? [],
   };
 }
 
@@ -112,6 +120,9 @@ export function fromRow(row: AuditRow): AuditEntry {
     policyDbIds: row.policy_db_ids,
     durationMs: Number(row.duration_ms),
     principal: row.principal,
+    ...(row.shadow_decision === 'ALLOW' || row.shadow_decision === 'DENY'
+      ? { shadowDecision: row.shadow_decision, shadowPolicyIds: row.shadow_policy_ids, shadowPolicyDbIds: row.shadow_policy_db_ids }
+      : {}),
     ...(Number(row.stage_rank) === 0 ? { stage: 'decision' as const } : {}),
   };
 }

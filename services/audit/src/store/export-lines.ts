@@ -108,7 +108,9 @@ const policyArray = (column: string) => `if(redacted, '[]', ${json(column)})`;
  * One NDJSON line: the whole entry in the API's field names and order (`fromRow`'s), with
  * `sessionId` left out when NULL, `toolArgs` embedded as the object it is (`{}` if the
  * stored text is not a JSON object, as `fromRow` does) and `stage` present only for a
- * write-ahead `decision` row (`stage_rank` 0) whose completion has not arrived.
+ * write-ahead `decision` row (`stage_rank` 0) whose completion has not arrived. The shadow
+ * fields (decision 061) are present only when the agent had shadow policies; a redacted row
+ * keeps `shadowDecision` and empties their identities.
  */
 export const NDJSON_LINE = [
   `'{"id":'`, plainJsonString('toString(id)'),
@@ -134,6 +136,7 @@ export const NDJSON_LINE = [
   `',"policyDbIds":'`, policyArray('policy_db_ids'),
   `',"durationMs":'`, 'toString(duration_ms)',
   `',"principal":'`, json('principal'),
+  `if(shadow_decision = '', '', concat(',"shadowDecision":', ${json('shadow_decision')}, ',"shadowPolicyIds":', ${policyArray('shadow_policy_ids')}, ',"shadowPolicyDbIds":', ${policyArray('shadow_policy_db_ids')}))`,
   `if(stage_rank = 0, ',"stage":"decision"', '')`,
   `'}'`,
 ].join(', ');

@@ -32,5 +32,8 @@ export function toAuditEntryMsg(entry: AuditEntry): AuditEntryMsg {
     durationMs: entry.durationMs,
     principal: entry.principal,
     oauthClientId: entry.oauthClientId ?? '',
+    shadowDecision: entry.shadowDecision ?? '',
+    shadowPolicyIds: entry.shadowPolicyIds ?? [],
+    shadowPolicyDbIds: entry.shadowPolicyDbIds ?? [],
   };
 }

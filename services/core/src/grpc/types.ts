@@ -24,6 +24,12 @@ export interface AuthorizeResponse {
   action: string;
   resource: string;
   policyVersion: number;
+  /** ALLOW | DENY with the agent's shadow policies enforced too; '' (or absent) when it has none (decision 061). */
+  shadowDecision?: string;
+  /** Keys of the shadow policies that decided `shadowDecision`, sorted. */
+  shadowPolicyKeys?: string[];
+  /** Their database ids, same order. */
+  shadowPolicyIds?: string[];
 }
 
 /** One call on the `AuthorizeStream` stream; `traceHeaders` carries what unary calls put in metadata. */
@@ -76,6 +82,10 @@ export interface AuditEntryMsg {
   principal: string;
   /** The OAuth client of the call; '' or absent for a member key (decision 053). */
   oauthClientId?: string;
+  /** ALLOW | DENY with the shadow policies enforced; '' or absent when the agent had none (decision 061). */
+  shadowDecision?: string;
+  shadowPolicyIds?: string[];
+  shadowPolicyDbIds?: string[];
 }
 
 /** `redactPolicyAgentIds`: agents whose policy identities the caller may not see (decision 022); absent = none. */
@@ -121,4 +131,13 @@ export interface OverviewResponse {
   topDeniedPolicies: DeniedPolicyMsg[];
   memberDenyRates: MemberDenyRateMsg[];
   agentsWithErrors: AgentUpstreamErrorsMsg[];
+}
+
+/** `ShadowResults` (decision 062): one shadow policy's would-be changes since `since`. */
+export interface ShadowResultsRequest { agentId: string; policyDbId: string; since: string; sampleLimit?: number }
+export interface ShadowSampleMsg {
+  entryId: string; timestamp: string; memberId: string; memberName: string; service: string; tool: string; decision: string; shadowDecision: string;
+}
+export interface ShadowResultsResponse {
+  evaluated: number; matched: number; allowToDeny: number; denyToAllow: number; samples: ShadowSampleMsg[]; lastMatched: string;
 }

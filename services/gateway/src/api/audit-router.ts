@@ -136,6 +136,10 @@ export const auditEntrySchema = z.object({
   policyVersionIds: z.array(z.string()).describe('The version in force of each matched policy'),
   durationMs: z.number().describe('Total proxy time, upstream included'),
   principal: z.string().describe('Cedar principal used in evaluation'),
+  shadowDecision: z.enum(['ALLOW', 'DENY']).optional()
+    .describe('What the verdict would have been with the agent\'s shadow policies enforced too; absent when the agent had none (decision 061). Never the verdict'),
+  shadowPolicyIds: z.array(z.string()).optional()
+    .describe('Keys of the shadow policies that decided shadowDecision (empty where the caller may not see policy identities)'),
 });
 
 /** GET /api/audit: one page, newest first, and how many entries match in all. */
@@ -172,6 +176,7 @@ export function toApiEntry(e: AuditEntryMsg): z.output<typeof auditEntrySchema> 
     policyVersionIds: e.policyVersionIds,
     durationMs: e.durationMs,
     principal: e.principal,
+    ...(e.shadowDecision === 'ALLOW' || e.shadowDecision === 'DENY' ? { shadowDecision: e.shadowDecision, shadowPolicyIds: e.shadowPolicyIds ?? [] } : {}),
   };
 }
 

@@ -32,6 +32,9 @@ const ENDPOINTS: Endpoint[] = [
   { method: 'POST', path: '/api/agents/:id/policies/:policyId/versions/:versionId/restore', owner: 503 },
   { method: 'POST', path: '/api/agents/:id/policies/preview', payload: body, owner: 503 },
   { method: 'POST', path: '/api/agents/:id/policies/simulate', payload: { draft: body }, owner: 503 },
+  // Shadow policies (decision 062): promotion needs neither the PDP nor the audit service; the results need the audit service.
+  { method: 'POST', path: '/api/agents/:id/policies/:policyId/promote', owner: 200 },
+  { method: 'GET', path: '/api/agents/:id/policies/:policyId/shadow', owner: 503 },
 ];
 
 let h: ApiHarness;
@@ -45,11 +48,14 @@ afterAll(async () => { await h.close(); });
 
 const settle = () => new Promise((r) => setTimeout(r, 0));
 
-/** An agent with members of every status and one policy with a full first version. */
+/** An agent with members of every status and one policy (in shadow, so it can be promoted) with a full first version. */
 async function freshAgent() {
   const agentId = await roles.agentWithMembers({ name: 'Guarded' });
-  const snapshot = { policyKey: 'guarded-key', name: 'Guarded rule', service: 'github', effect: 'forbid', tools: [], tiers: ['destructive'], principal: { type: 'all_members' }, conditions: {}, denyMessage: null, enabled: true };
-  const [policy] = await h.db.insert(schema.policies).values({ agentId, ...snapshot, effect: 'forbid', principal: { type: 'all_members' } }).returning();
+  const snapshot = {
+    policyKey: 'guarded-key', name: 'Guarded rule', service: 'github', effect: 'forbid', tools: [], tiers: ['destructive'], principal: { type: 'all_members' },
+    conditions: {}, denyMessage: null, enabled: true, mode: 'shadow',
+  };
+  const [policy] = await h.db.insert(schema.policies).values({ agentId, ...snapshot, effect: 'forbid', principal: { type: 'all_members' }, mode: 'shadow', shadowSince: new Date() }).returning();
   const [version] = await h.db.insert(schema.policyVersions).values({ agentId, policyId: policy!.id, version: 1, change: 'create', snapshot, cedar: '@id("guarded-key")\nforbid (principal, action, resource);' }).returning();
   await h.db.update(schema.policies).set({ currentVersionId: version!.id }).where(eq(schema.policies.id, policy!.id));
   return { agentId, policyId: policy!.id, versionId: version!.id };

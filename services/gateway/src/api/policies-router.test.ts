@@ -71,7 +71,7 @@ describe('GET /api/agents/:id/policies', () => {
     expect(policies[0]).toEqual({
       // Neither tools nor tiers named: the policy covers every tool of the service.
       id: expect.any(String), policyKey: 'gamma', name: 'Gamma 100%', service: 'github', effect: 'forbid', tools: getConnector('github')!.tools.map((t) => t.name), listedTools: [], tiers: [],
-      principal: { type: 'all_members' }, conditions: {}, denyMessage: 'Not now', enabled: true, version: 1, currentVersionId: expect.any(String),
+      principal: { type: 'all_members' }, conditions: {}, denyMessage: 'Not now', enabled: true, mode: 'enforce', shadowSince: null, version: 1, currentVersionId: expect.any(String),
       triggerCount: null, lastTriggered: null, createdAt: '2026-01-03T00:00:00.000Z', updatedAt: expect.any(String),
     });
   });
@@ -342,5 +342,75 @@ describe('PUT /api/agents/:id defaultDecision', () => {
     expect(bad.json()).toMatchObject({ error: { details: { field: 'defaultDecision' } } });
     const member = await h.request({ method: 'PUT', url: `/api/agents/${agentId}`, payload: { defaultDecision: 'allow' }, cookie: roles.cookieOf.member! });
     expect(member.statusCode).toBe(403);
+  });
+});
+
+describe('shadow policies: promote and shadow results (decisions 061-062)', () => {
+  let agentId: string;
+  beforeAll(async () => {
+    agentId = await roles.agentWithMembers({ name: 'Shadows' });
+  });
+
+  it('promotes a shadow policy in one new version: enforced, same Cedar, shadowSince cleared, policy.changed announced', async () => {
+    const since = new Date('2026-02-01T00:00:00Z');
+    const policy = await seedPolicy(agentId, { policyKey: 'shadowed', mode: 'shadow', shadowSince: since });
+    const listed = (await h.request({ method: 'GET', url: `/api/agents/${agentId}/policies?search=shadowed`, cookie: owner })).json().policies[0];
+    expect(listed).toMatchObject({ mode: 'shadow', shadowSince: since.toISOString() });
+    const before = await stateOf(agentId);
+
+    const res = await h.request({ method: 'POST', url: `/api/agents/${agentId}/policies/${policy.id}/promote`, cookie: owner });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ id: policy.id, mode: 'enforce', shadowSince: null, version: 2 });
+    await settle();
+    const after = await stateOf(agentId);
+    expect(after.versions).toBe(before.versions + 1);
+    expect(after.agent!.policyVersion).toBe(before.agent!.policyVersion + 1);
+    expect(h.events).toContainEqual({ kind: 'policy.changed', agentId, policyVersion: after.agent!.policyVersion });
+    const versions = (await h.request({ method: 'GET', url: `/api/agents/${agentId}/policies/${policy.id}/versions`, cookie: owner })).json().versions;
+    expect(versions[0]).toMatchObject({ version: 2, change: 'promote', snapshot: { policyKey: 'shadowed', mode: 'enforce' }, cedar: versions[1].cedar });
+
+    // Enforced now: promoting again and asking for shadow results are conflicts that change nothing.
+    for (const [method, url] of [['POST', `/api/agents/${agentId}/policies/${policy.id}/promote`], ['GET', `/api/agents/${agentId}/policies/${policy.id}/shadow`]] as const) {
+      const again = await h.request({ method, url, cookie: owner });
+      expect(again.statusCode, again.body).toBe(409);
+      expect(again.json()).toMatchObject({ error: { code: 'conflict', details: { field: 'mode' } } });
+    }
+    await settle();
+    expect((await stateOf(agentId)).versions).toBe(after.versions);
+  });
+
+  it('answers shadow results 503 when the audit service does not answer (the harness has none)', async () => {
+    const policy = await seedPolicy(agentId, { mode: 'shadow', shadowSince: new Date() });
+    const res = await h.request({ method: 'GET', url: `/api/agents/${agentId}/policies/${policy.id}/shadow`, cookie: owner });
+    expect(res.statusCode, res.body).toBe(503);
+    expect(res.json()).toMatchObject({ error: { code: 'unavailable' } });
+    expect(res.body).not.toMatch(/at .*\.ts/);
+  });
+
+  it('refuses bad parameters with 400 naming the field, and unknown policies with 404', async () => {
+    const policy = await seedPolicy(agentId, { mode: 'shadow', shadowSince: new Date() });
+    const base = `/api/agents/${agentId}/policies`;
+    for (const [url, field] of [
+      [`${base}/not-a-uuid/shadow`, 'policyId'],
+      [`${base}/${policy.id}/shadow?samples=0`, 'samples'],
+      [`${base}/${policy.id}/shadow?samples=51`, 'samples'],
+      [`${base}/${policy.id}/shadow?samples=abc`, 'samples'],
+      [`${base}/${policy.id}/shadow?since=2026-01-01`, 'since'],
+    ] as const) {
+      const res = await h.request({ method: 'GET', url, cookie: owner });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json(), url).toMatchObject({ error: { code: 'invalid_request' } });
+      expect(JSON.stringify(res.json().error.details), url).toContain(field);
+    }
+    const bad = await h.request({ method: 'POST', url: `${base}/not-a-uuid/promote`, cookie: owner });
+    expect(bad.statusCode).toBe(400);
+    for (const [method, suffix] of [['POST', 'promote'], ['GET', 'shadow']] as const) {
+      const missing = await h.request({ method, url: `${base}/${randomUUID()}/${suffix}`, cookie: owner });
+      expect(missing.statusCode, suffix).toBe(404);
+    }
+    // A mode that is neither enforce nor shadow is refused before anything is compiled.
+    const put = await h.request({ method: 'PUT', url: `${base}/${policy.id}`, cookie: owner, payload: { ...validBody, mode: 'log-only' } });
+    expect(put.statusCode, put.body).toBe(400);
+    expect(put.json()).toMatchObject({ error: { code: 'invalid_request', details: { field: 'mode' } } });
   });
 });

@@ -6,7 +6,7 @@ import type { AuditClient } from '../clients/audit-client.ts';
 import type { PolicyClient } from '../clients/policy-client.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { createPolicyService } from '../modules/policies/policy-service.ts';
-import { policyBodySchema, policyEffectSchema, policyPrincipalSchema, policyTierSchema } from '../modules/policies/policy-types.ts';
+import { policyBodySchema, policyEffectSchema, policyModeSchema, policyPrincipalSchema, policyTierSchema } from '../modules/policies/policy-types.ts';
 import { requireUser } from '../plugins/session-auth.ts';
 
 const uuid = z.string().uuid('must be a UUID');
@@ -56,6 +56,8 @@ export const policySchema = z.object({
   conditions: storedPolicyConditionsSchema,
   denyMessage: z.string().nullable(),
   enabled: z.boolean(),
+  mode: policyModeSchema.describe('`shadow`: evaluated on live traffic and audited (shadowDecision), never enforced (decision 061)'),
+  shadowSince: z.string().nullable().describe('When the policy was last put in shadow (ISO 8601); null while enforced'),
   version: z.number().nullable(),
   currentVersionId: z.string().nullable(),
   triggerCount: z.number().nullable(),
@@ -70,7 +72,7 @@ const versionsSchema = z.object({
   versions: z.array(z.object({
     id: z.string(),
     version: z.number(),
-    change: z.enum(['create', 'update', 'toggle', 'delete', 'restore']),
+    change: z.enum(['create', 'update', 'toggle', 'delete', 'restore', 'promote']),
     snapshot: z.record(z.string(), z.unknown()),
     cedar: z.string(),
     author: z.object({ id: z.string(), email: z.string() }).nullable(),
@@ -96,6 +98,30 @@ const simulateSchema = z.object({
   skipped: z.number().optional(),
   from: z.string().optional(),
   to: z.string().optional(),
+  mode: policyModeSchema.describe('The draft\'s mode: `shadow` = the counts are what it would change once promoted; saved in shadow it changes no verdict'),
+});
+
+/** Query of GET …/policies/:policyId/shadow: how many changed calls to list (default 10). */
+const shadowQuerySchema = z.strictObject({
+  samples: z.coerce.number().int().min(1).max(50).default(10),
+});
+
+const verdictSchema = z.enum(['ALLOW', 'DENY']);
+
+const shadowResultsSchema = z.object({
+  policyId: z.string(),
+  shadowSince: z.string().describe('When the policy was put in shadow; the counts start here'),
+  evaluated: z.number().describe('Calls since shadowSince evaluated with the agent\'s shadow policies'),
+  matched: z.number().describe('Of those, the calls whose shadow verdict this policy decided'),
+  allowToDeny: z.number().describe('Allowed calls it would have denied'),
+  denyToAllow: z.number().describe('Denied calls it would have allowed'),
+  lastMatched: z.string().nullable(),
+  samples: z.array(z.object({
+    entryId: z.string().describe('The audit entry (GET /api/audit lists it)'),
+    timestamp: z.string(), memberId: z.string(), memberName: z.string(), service: z.string(), tool: z.string(),
+    decision: verdictSchema.describe('The verdict enforced'),
+    shadowDecision: verdictSchema.describe('The verdict with the shadow policies enforced'),
+  })).describe('Changed calls, newest first'),
 });
 
 /**
@@ -108,7 +134,7 @@ export async function policiesRoutes(fastify: FastifyInstance, options: {
   bus: Pick<Bus, 'publishChange'>;
   auth: AuthService;
   policy: Pick<PolicyClient, 'preview' | 'simulate'>;
-  audit: Pick<AuditClient, 'policyTriggers'>;
+  audit: Pick<AuditClient, 'policyTriggers' | 'shadowResults'>;
 }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const policies = createPolicyService(options);
@@ -153,6 +179,19 @@ export async function policiesRoutes(fastify: FastifyInstance, options: {
     schema: { tags, summary: 'Enable or disable without deleting (owner)', params: policyParams, response: { 200: policySchema } },
     onRequest,
   }, async (request) => policies.toggle(request.params.id, request.params.policyId, request.user!));
+
+  app.post('/api/agents/:id/policies/:policyId/promote', {
+    schema: { tags, summary: 'Start enforcing a shadow policy, as a new version (owner)', params: policyParams, response: { 200: policySchema } },
+    onRequest,
+  }, async (request) => policies.promote(request.params.id, request.params.policyId, request.user!));
+
+  app.get('/api/agents/:id/policies/:policyId/shadow', {
+    schema: {
+      tags, summary: 'What a shadow policy would have changed since it was put in shadow (owner)',
+      params: policyParams, querystring: shadowQuerySchema, response: { 200: shadowResultsSchema },
+    },
+    onRequest,
+  }, async (request) => policies.shadowResults(request.params.id, request.params.policyId, request.user!, request.query.samples));
 
   app.post('/api/policies/:policyId/toggle', {
     schema: { tags, summary: 'Enable or disable without deleting (owner of the policy\'s agent)', params: bareToggleParams, response: { 200: policySchema } },

@@ -4,7 +4,7 @@ import {
   type ExportChunk, type ExportRequest, type HistogramRequest, type HistogramResponse, type MemberStatsRequest, type MemberStatsResponse,
   type OverviewRequest, type OverviewResponse,
   type MembersRequest, type MembersResponse, type QueryRequest, type QueryResponse, type StatsRequest, type StatsResponse,
-  type SessionActivityRequest, type SessionActivityResponse,
+  type SessionActivityRequest, type SessionActivityResponse, type ShadowResultsRequest, type ShadowResultsResponse,
 } from '@portcullis/core';
 
 /** `PolicyTriggersRequest` / `PolicyTriggersResponse` of `portcullis.audit.v1`. */
@@ -25,6 +25,8 @@ export interface AuditClient {
   histogram(request: HistogramRequest): Promise<HistogramResponse>;
   /** The dashboard's home overview over the given agents (decision 037). */
   overview(request: OverviewRequest): Promise<OverviewResponse>;
+  /** One shadow policy's would-be changes since it went into shadow (decision 062). */
+  shadowResults(request: ShadowResultsRequest): Promise<ShadowResultsResponse>;
   /**
    * `Export` as a server stream of CSV/NDJSON chunks. No deadline (a bulk export may run long):
    * the caller cancels the call when its own client goes away (see `exportBody`).
@@ -61,6 +63,7 @@ export function createAuditClient(address: string, timeoutMs = 30_000): AuditCli
     sessionActivity: unary<SessionActivityRequest, SessionActivityResponse>('SessionActivity'),
     histogram: unary<HistogramRequest, HistogramResponse>('Histogram'),
     overview: unary<OverviewRequest, OverviewResponse>('Overview'),
+    shadowResults: unary<ShadowResultsRequest, ShadowResultsResponse>('ShadowResults'),
     export: (request) => client.Export!(request) as grpc.ClientReadableStream<ExportChunk>,
     close: () => client.close(),
   };

@@ -19,6 +19,8 @@ export interface SimulateResponse {
   skipped?: number;
   from?: string;
   to?: string;
+  /** The draft's mode (decision 061); empty from a PDP that predates shadow policies. */
+  draftMode?: string;
 }
 
 export interface PolicyClient {

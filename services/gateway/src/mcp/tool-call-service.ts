@@ -189,6 +189,9 @@ export function createToolCallService(deps: {
         matchedPolicyNames: r?.matchedPolicyNames ?? [],
         policyDbIds: r?.matchedPolicyIds ?? [],
         policyVersionIds: r?.policyVersionIds ?? [],
+        ...(r?.shadowDecision === 'ALLOW' || r?.shadowDecision === 'DENY'
+          ? { shadowDecision: r.shadowDecision, shadowPolicyIds: r.shadowPolicyKeys ?? [], shadowPolicyDbIds: r.shadowPolicyIds ?? [] }
+          : {}),
         durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       };
     };

@@ -36,6 +36,8 @@ export interface StoredPolicyRecord extends PolicyRecordInput {
   id: string;
   enabled: boolean;
   currentVersionId: string | null;
+  /** `shadow`: evaluated beside the verdict, never enforced (decision 061); absent = `enforce`. */
+  mode?: schema.PolicyMode;
 }
 
 /**

@@ -54,8 +54,42 @@ const ALLOWED_BY_BASE: DecisionOutcome = Object.freeze({
  * Judges one call against an agent's prepared set. Never throws for a bad call: a DENY is a
  * value. With session-limited policies in play, the counts are read, Cedar asked and an ALLOW
  * recorded in one synchronous step, so concurrent calls of a session cannot both pass a limit.
+ *
+ * When the agent has shadow policies, the call is judged a second time by the set with them
+ * enforced too (`set.shadow`): that verdict is reported as `shadowDecision` with the shadow
+ * policies that decided it, and changes nothing else (decision 061). Session limits: the
+ * shadow evaluation records its allowed calls for the shadow policies' keys only (the enforced
+ * ones were counted by the enforced evaluation), so a shadow limit trips when it would have.
  */
 export function evaluate(set: PreparedPolicySet, input: AuthorizeInput, options: EvaluateOptions = {}): Verdict {
+  const verdict = evaluateEnforced(set, input, options);
+  const shadow = set.shadow;
+  if (shadow === undefined) return verdict;
+  const sessions = options.sessions;
+  const would = evaluateEnforced(shadow, input, sessions ? { sessions: shadowCounters(sessions, set.shadowKeys) } : {});
+  const shadowPolicyKeys: string[] = [];
+  const shadowPolicyIds: string[] = [];
+  for (const key of would.matchedPolicyKeys) {
+    if (!set.shadowKeys.has(key)) continue;
+    shadowPolicyKeys.push(key);
+    shadowPolicyIds.push(shadow.policies.get(key)?.policyId ?? '');
+  }
+  return { ...verdict, shadowDecision: would.decision, shadowPolicyKeys, shadowPolicyIds };
+}
+
+/** The counters as the shadow evaluation sees them: every count read, only shadow policies' counts recorded. */
+function shadowCounters(sessions: SessionCounters, shadowKeys: ReadonlySet<string>): SessionCounters {
+  return {
+    read: (sessionId, keys) => sessions.read(sessionId, keys),
+    recordAllowed(sessionId, keys) {
+      const own = keys.filter((key) => shadowKeys.has(key));
+      if (own.length > 0) sessions.recordAllowed(sessionId, own);
+    },
+    forget() {},
+  };
+}
+
+function evaluateEnforced(set: PreparedPolicySet, input: AuthorizeInput, options: EvaluateOptions): Verdict {
   const action = catalogAction(input.service, input.tool);
   const resource = resourceOf(input.service, input.args);
   const names = {

@@ -140,13 +140,26 @@ export class PreparedPolicySet {
   readonly warnings: readonly string[];
   /** `deny`: no base permit; a call no permit matches is denied. */
   readonly defaultDecision: DefaultDecision;
+  /**
+   * The agent's set with its shadow policies enforced too, evaluated beside this one to say
+   * what they would have decided (decision 061); undefined when the agent has no enabled
+   * shadow policy, so such agents pay nothing for the feature.
+   */
+  readonly shadow: PreparedPolicySet | undefined;
+  /** Keys of the enabled shadow policies (those `shadow` holds on top of this set). */
+  readonly shadowKeys: ReadonlySet<string>;
 
   readonly #partsByAction: ReadonlyMap<string, CompiledPolicyParts[]>;
   readonly #actionSets = new Map<string, ActionPolicySet>();
   #released = false;
 
-  constructor(snapshot: AgentPolicySnapshot, preparsedId: string) {
-    const source = compileAgentPolicySet(snapshot.policies, { defaultDecision: snapshot.defaultDecision ?? 'allow' });
+  /** `withShadow`: the shadow view, every enabled policy enforced, shadow ones included. */
+  constructor(snapshot: AgentPolicySnapshot, preparsedId: string, options: { withShadow?: boolean } = {}) {
+    const shadowRecords = snapshot.policies.filter((p) => p.mode === 'shadow' && p.enabled);
+    const records = options.withShadow || shadowRecords.length === 0 ? snapshot.policies : snapshot.policies.filter((p) => p.mode !== 'shadow');
+    const source = compileAgentPolicySet(records, { defaultDecision: snapshot.defaultDecision ?? 'allow' });
+    this.shadowKeys = new Set(shadowRecords.map((p) => p.policyKey));
+    this.shadow = !options.withShadow && shadowRecords.length > 0 ? new PreparedPolicySet(snapshot, `${preparsedId}#shadow`, { withShadow: true }) : undefined;
     this.defaultDecision = source.defaultDecision;
     this.agentId = snapshot.agentId;
     this.agentStatus = snapshot.agentStatus;
@@ -195,6 +208,7 @@ export class PreparedPolicySet {
    * drops a parsed set, so each id is overwritten with an empty set (which denies everything).
    */
   release(): void {
+    this.shadow?.release();
     this.#released = true;
     for (const { cedarId } of this.#actionSets.values()) {
       if (!isBuiltinsOnlySet(cedarId)) cedar.preparsePolicySet(cedarId, { staticPolicies: {} });

@@ -20,6 +20,8 @@ export const policyDraftSchema = z.strictObject({
   conditions: z.record(z.string(), z.unknown()).nullable().optional(),
   denyMessage: z.string().nullable().optional(),
   enabled: z.boolean().optional(),
+  /** `shadow`: evaluated on live traffic and audited, never enforced (decision 061). Does not change the Cedar text. */
+  mode: z.enum(['enforce', 'shadow']).optional(),
 });
 
 export type PolicyDraft = z.infer<typeof policyDraftSchema>;
@@ -30,6 +32,9 @@ export interface PolicyPreview {
   errors: string[];
   warnings: string[];
 }
+
+/** What a preview of a shadow draft says beside its Cedar (decision 061). */
+export const SHADOW_PREVIEW_NOTE = 'shadow mode: this policy is evaluated on live traffic and recorded in the audit (shadowDecision), but it never changes a verdict until it is promoted';
 
 /** Policy key shown in a preview of a draft that has none yet. */
 export const DRAFT_POLICY_KEY = 'draft';
@@ -45,7 +50,8 @@ export function compilePreview(draft: unknown): PolicyPreview {
     const errors = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'draft'}: ${issue.message}`);
     return { cedar: '', errors, warnings: [] };
   }
-  const { policyKey, ...rest } = parsed.data;
+  const { policyKey, mode, ...rest } = parsed.data;
   const compiled = compilePolicy({ ...rest, policyKey: policyKey ?? DRAFT_POLICY_KEY }, { mode: 'authoring' });
-  return { cedar: compiled.cedar, errors: compiled.errors, warnings: compiled.warnings };
+  const warnings = mode === 'shadow' && compiled.errors.length === 0 ? [...compiled.warnings, SHADOW_PREVIEW_NOTE] : compiled.warnings;
+  return { cedar: compiled.cedar, errors: compiled.errors, warnings };
 }

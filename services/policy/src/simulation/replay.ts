@@ -15,8 +15,8 @@ export type { AgentPolicySnapshot, StoredPolicyRecord };
 /** A draft's record: a stored record without database ids, its key undefined when the draft has none. */
 export type DraftRecord = Omit<StoredPolicyRecord, 'id' | 'currentVersionId' | 'policyKey'> & { policyKey: string | undefined };
 
-/** A draft checked in authoring mode: its record, or what is wrong with it. */
-export type DraftCompilation = { ok: true; record: DraftRecord } | { ok: false; errors: string[] };
+/** A draft checked in authoring mode: its record (always enforced) and the mode it asked for, or what is wrong with it. */
+export type DraftCompilation = { ok: true; record: DraftRecord; mode: 'enforce' | 'shadow' } | { ok: false; errors: string[] };
 
 /** The key a draft without one gets, unless taken; see `pickDraftKey`. */
 export const DEFAULT_DRAFT_KEY = DRAFT_POLICY_KEY;
@@ -31,8 +31,10 @@ export function compileDraft(draft: unknown): DraftCompilation {
   const parsed = policyDraftSchema.parse(draft);
   // Simulated as enabled whatever its flag: the question is what the draft would change once
   // on (a disabled draft would change nothing), as for replacing a disabled policy (decision 013).
-  const { policyKey, enabled: _enabled, ...rest } = parsed;
-  return { ok: true, record: { ...rest, policyKey, enabled: true } };
+  // Likewise enforced whatever its mode: a shadow draft is replayed for what it would do once
+  // promoted; the answer says its mode, so a reader knows no verdict changes meanwhile (decision 061).
+  const { policyKey, enabled: _enabled, mode, ...rest } = parsed;
+  return { ok: true, record: { ...rest, policyKey, enabled: true, mode: 'enforce' }, mode: mode ?? 'enforce' };
 }
 
 /** One past call, as Simulate replays it. */

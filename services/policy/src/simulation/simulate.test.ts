@@ -198,7 +198,7 @@ describe('simulate against Postgres', () => {
     const result = await run({ limit: 3 });
     expect(asked).toEqual({ agentId, from: new Date(NOW - 7 * 86_400_000), to: new Date(NOW), limit: 3 });
     expect(result).toEqual({
-      evaluated: 2, unchanged: 1, allowToDeny: 1, denyToAllow: 0, skipped: 1,
+      evaluated: 2, unchanged: 1, allowToDeny: 1, denyToAllow: 0, skipped: 1, draftMode: 'enforce',
       samples: [{
         entryId: 'e-0', before: 'ALLOW', after: 'DENY', reason: 'Denied by policy "D"',
         timestamp: new Date(NOW - 60_000).toISOString(), memberId, memberName: 'm', service: 'github', tool: 'get_me',

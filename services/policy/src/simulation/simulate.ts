@@ -67,6 +67,8 @@ export interface SimulationResult {
   /** The window read, ISO 8601. */
   from: string;
   to: string;
+  /** The draft's mode: `shadow` = the counts are what it would change once promoted; until then it changes no verdict. */
+  draftMode: 'enforce' | 'shadow';
 }
 
 export interface SimulationDeps {
@@ -126,7 +128,7 @@ export async function simulate(deps: SimulationDeps, input: SimulateInput): Prom
   try {
     after = prepareScenario(snapshot, withDraft, 'after');
     const counts = await replay(calls, before, after);
-    return { ...counts, skipped: entries.length - counts.evaluated, from: plan.from.toISOString(), to: plan.to.toISOString() };
+    return { ...counts, skipped: entries.length - counts.evaluated, from: plan.from.toISOString(), to: plan.to.toISOString(), draftMode: draft.mode };
   } finally {
     before.release();
     after?.release();
@@ -222,7 +224,7 @@ export function recordsWithDraft(current: readonly StoredPolicyRecord[], draft: 
  * Judges every call twice, oldest first (so each scenario sees a session's calls in the
  * order they happened), and counts the changes. Samples are the newest changed entries.
  */
-export async function replay(calls: readonly ReplayInput[], before: ReplayScenario, after: ReplayScenario): Promise<Omit<SimulationResult, 'skipped' | 'from' | 'to'>> {
+export async function replay(calls: readonly ReplayInput[], before: ReplayScenario, after: ReplayScenario): Promise<Omit<SimulationResult, 'skipped' | 'from' | 'to' | 'draftMode'>> {
   const ordered = [...calls].sort((a, b) => a.call.nowMs - b.call.nowMs || (a.entryId < b.entryId ? -1 : a.entryId > b.entryId ? 1 : 0));
   let unchanged = 0, allowToDeny = 0, denyToAllow = 0;
   const changed: SimulationSample[] = [];

@@ -41,6 +41,7 @@ export function createPolicyRepo(db: Database): PolicyRepo {
             conditions: schema.policies.conditions,
             denyMessage: schema.policies.denyMessage,
             enabled: schema.policies.enabled,
+            mode: schema.policies.mode,
             currentVersionId: schema.policies.currentVersionId,
           })
           .from(schema.policies)

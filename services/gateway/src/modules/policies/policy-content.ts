@@ -50,9 +50,10 @@ export function principalIssues(body: Pick<PolicyBody, 'principal'>, memberIds: 
 
 /**
  * The body as stored: tools in catalog order and tiers in tier order without repeats,
- * listed members without repeats, a blank deny message as none, `enabled` as given or `enabledDefault`.
+ * listed members without repeats, a blank deny message as none, `enabled` as given or `enabledDefault`,
+ * `mode` as given or `modeDefault`.
  */
-export function contentOf(body: PolicyBody, policyKey: string, enabledDefault: boolean): PolicyContent {
+export function contentOf(body: PolicyBody, policyKey: string, enabledDefault: boolean, modeDefault: PolicyContent['mode'] = 'enforce'): PolicyContent {
   const connector = getConnector(body.service);
   const tools = new Set(body.tools ?? []);
   const tiers = new Set(body.tiers ?? []);
@@ -67,6 +68,7 @@ export function contentOf(body: PolicyBody, policyKey: string, enabledDefault: b
     conditions: body.conditions ?? {},
     denyMessage: body.denyMessage ? body.denyMessage : null,
     enabled: body.enabled ?? enabledDefault,
+    mode: body.mode ?? modeDefault,
   };
 }
 

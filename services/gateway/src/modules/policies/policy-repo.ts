@@ -193,7 +193,9 @@ export function createPolicyRepo(db: Database) {
         await lockAgent(tx, input.agentId);
         if (input.id && await lockPolicy(tx, input.agentId, input.id)) throw new ApiError('conflict', 'The policy exists already.');
         await assertKeyFree(tx, input.agentId, input.content.policyKey, undefined);
-        const [row] = await tx.insert(policies).values({ ...(input.id ? { id: input.id } : {}), agentId: input.agentId, ...input.content }).returning();
+        const [row] = await tx.insert(policies).values({
+          ...(input.id ? { id: input.id } : {}), agentId: input.agentId, ...input.content, shadowSince: input.content.mode === 'shadow' ? new Date() : null,
+        }).returning();
         return record(tx, { agentId: input.agentId, policyId: row!.id, change: input.change, snapshot: input.content, cedar: input.cedar, authorUserId: input.authorUserId });
       }, input.content.policyKey);
     },
@@ -202,7 +204,7 @@ export function createPolicyRepo(db: Database) {
      * Replaces what the policy says (update, toggle, restore). `content` may be computed from
      * the row as locked, so a toggle flips what is there, not what was read before.
      */
-    async replace(input: { agentId: string; policyId: string; content: PolicyContent | ((current: PolicyRow) => PolicyContent); cedar: string; authorUserId: string; change: 'update' | 'toggle' | 'restore' }): Promise<CommittedChange> {
+    async replace(input: { agentId: string; policyId: string; content: PolicyContent | ((current: PolicyRow) => PolicyContent); cedar: string; authorUserId: string; change: 'update' | 'toggle' | 'restore' | 'promote' }): Promise<CommittedChange> {
       const key = typeof input.content === 'function' ? '' : input.content.policyKey;
       return inTransaction(async (tx) => {
         await lockAgent(tx, input.agentId);
@@ -210,7 +212,10 @@ export function createPolicyRepo(db: Database) {
         if (!current) throw new ApiError('not_found', 'Policy not found.');
         const content = typeof input.content === 'function' ? input.content(current) : input.content;
         await assertKeyFree(tx, input.agentId, content.policyKey, input.policyId);
-        await tx.update(policies).set({ ...content, updatedAt: new Date() }).where(eq(policies.id, input.policyId));
+        const now = new Date();
+        // Shadow results count from the moment the policy went into shadow; staying in shadow keeps it.
+        const shadowSince = content.mode !== 'shadow' ? null : current.mode === 'shadow' ? current.shadowSince ?? now : now;
+        await tx.update(policies).set({ ...content, shadowSince, updatedAt: now }).where(eq(policies.id, input.policyId));
         return record(tx, { agentId: input.agentId, policyId: input.policyId, change: input.change, snapshot: content, cedar: input.cedar, authorUserId: input.authorUserId });
       }, key);
     },

@@ -8,7 +8,7 @@ import { catalogIssues, contentOf, fieldOfCompileError, principalIssues, slugOf,
 import { createPolicyRepo, type CommittedChange, type PolicyRow } from './policy-repo.ts';
 import {
   policyBodySchema, policyContentSchema,
-  type PolicyBody, type PolicyContent, type PolicyListQuery, type PolicyVersionView, type PolicyView, type SimulateInput,
+  type PolicyBody, type PolicyContent, type PolicyListQuery, type PolicyVersionView, type PolicyView, type ShadowResultsView, type SimulateInput,
 } from './policy-types.ts';
 
 export interface PolicyPreviewView { cedar: string; errors: string[]; warnings: string[] }
@@ -18,7 +18,7 @@ export interface PolicyServiceDeps {
   db: Database;
   bus: Pick<Bus, 'publishChange'>;
   policy: Pick<PolicyClient, 'preview' | 'simulate'>;
-  audit: Pick<AuditClient, 'policyTriggers'>;
+  audit: Pick<AuditClient, 'policyTriggers' | 'shadowResults'>;
 }
 
 const isGrpcError = (err: unknown): err is grpc.ServiceError =>
@@ -56,6 +56,7 @@ export function contentOfRow(row: PolicyRow): PolicyContent {
     conditions: row.conditions as PolicyContent['conditions'],
     denyMessage: row.denyMessage,
     enabled: row.enabled,
+    mode: row.mode === 'shadow' ? 'shadow' : 'enforce',
   };
 }
 
@@ -72,6 +73,7 @@ function toView(row: PolicyRow, version: number | null, triggers: Triggers): Pol
     currentVersionId: row.currentVersionId,
     triggerCount: triggers ? hit?.count ?? 0 : null,
     lastTriggered: hit?.lastTriggered ?? null,
+    shadowSince: row.mode === 'shadow' && row.shadowSince ? row.shadowSince.toISOString() : null,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
@@ -85,8 +87,10 @@ function toView(row: PolicyRow, version: number | null, triggers: Triggers): Pol
  * bump in one transaction, then announced as `policy.changed`.
  */
 /** POST …/policies/simulate's answer: the PDP's, each sample with its entry's time, member and tool (decision 039). */
-export interface SimulationView extends Omit<SimulateResponse, 'samples'> {
+export interface SimulationView extends Omit<SimulateResponse, 'samples' | 'draftMode'> {
   samples: Array<{ entryId: string; before: string; after: string; reason: string; timestamp: string; memberId: string; memberName: string; service: string; tool: string }>;
+  /** The draft's mode: `shadow` = the counts are what it would change once promoted; saved in shadow it changes no verdict (decision 061). */
+  mode: 'enforce' | 'shadow';
 }
 
 export function createPolicyService(deps: PolicyServiceDeps) {
@@ -203,9 +207,59 @@ export function createPolicyService(deps: PolicyServiceDeps) {
       if (await repo.keyTaken(agentId, policyKey, policyId)) {
         throw new ApiError('conflict', `Another policy of this agent already has the key "${policyKey}".`, { field: 'policyKey', value: policyKey });
       }
-      const content = contentOf(body, policyKey, policy.enabled);
+      const content = contentOf(body, policyKey, policy.enabled, contentOfRow(policy).mode);
       const cedar = await compile(agentId, content);
       return committedView(agentId, await repo.replace({ agentId, policyId, content, cedar, authorUserId: user.id, change: 'update' }));
+    },
+
+    /**
+     * A shadow policy starts being enforced: one new `promote` version with the same content
+     * in `enforce` mode (the Cedar text does not change). 409 when it is not in shadow.
+     */
+    async promote(agentId: string, policyId: string, user: SignedIn): Promise<PolicyView> {
+      await ownerAccess(agentId, user);
+      const { policy } = await existing(agentId, policyId);
+      if (policy.mode !== 'shadow') throw new ApiError('conflict', 'The policy is not in shadow mode; it is enforced already.', { field: 'mode', value: policy.mode });
+      const cedar = await cedarOf(agentId, policy);
+      const committed = await repo.replace({
+        agentId, policyId, cedar, authorUserId: user.id, change: 'promote',
+        content: (current) => {
+          // Checked again on the locked row: a promotion racing another one is refused, not recorded twice.
+          if (current.mode !== 'shadow') throw new ApiError('conflict', 'The policy is not in shadow mode; it is enforced already.', { field: 'mode', value: current.mode });
+          return { ...contentOfRow(current), mode: 'enforce' };
+        },
+      });
+      return committedView(agentId, committed);
+    },
+
+    /** What a shadow policy would have changed since it was put in shadow (decision 062); 409 when it is not in shadow. */
+    async shadowResults(agentId: string, policyId: string, user: SignedIn, samples: number): Promise<ShadowResultsView> {
+      await ownerAccess(agentId, user);
+      const { policy } = await existing(agentId, policyId);
+      if (policy.mode !== 'shadow' || !policy.shadowSince) {
+        throw new ApiError('conflict', 'The policy is not in shadow mode: it has no shadow results.', { field: 'mode', value: policy.mode });
+      }
+      const shadowSince = policy.shadowSince.toISOString();
+      let result;
+      try {
+        result = await deps.audit.shadowResults({ agentId, policyDbId: policy.id, since: shadowSince, sampleLimit: samples });
+      } catch {
+        throw new ApiError('unavailable', 'The audit service is unavailable; try again shortly.');
+      }
+      const verdict = (value: string): 'ALLOW' | 'DENY' => (value === 'ALLOW' ? 'ALLOW' : 'DENY');
+      return {
+        policyId: policy.id,
+        shadowSince,
+        evaluated: Number(result.evaluated),
+        matched: Number(result.matched),
+        allowToDeny: Number(result.allowToDeny),
+        denyToAllow: Number(result.denyToAllow),
+        lastMatched: result.lastMatched || null,
+        samples: (result.samples ?? []).map((s) => ({
+          entryId: s.entryId, timestamp: s.timestamp, memberId: s.memberId, memberName: s.memberName,
+          service: s.service, tool: s.tool, decision: verdict(s.decision), shadowDecision: verdict(s.shadowDecision),
+        })),
+      };
     },
 
     async toggle(agentId: string, policyId: string, user: SignedIn): Promise<PolicyView> {
@@ -335,6 +389,7 @@ export function createPolicyService(deps: PolicyServiceDeps) {
           ...(result.skipped !== undefined ? { skipped: Number(result.skipped) } : {}),
           ...(result.from ? { from: result.from } : {}),
           ...(result.to ? { to: result.to } : {}),
+          mode: result.draftMode === 'shadow' ? 'shadow' : 'enforce',
         };
       } catch (err) {
         throw apiErrorOfPdp(err);

@@ -18,6 +18,9 @@ export const policyKeySchema = z.string().trim().min(1, 'must not be empty').max
 
 export const policyEffectSchema = z.enum(['forbid', 'permit']);
 export const policyTierSchema = z.enum(['read', 'write', 'destructive']);
+/** `shadow`: evaluated on live traffic and audited, never enforced (decision 061). */
+export const policyModeSchema = z.enum(['enforce', 'shadow']);
+export type PolicyMode = z.infer<typeof policyModeSchema>;
 
 export const policyPrincipalSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('all_members') }),
@@ -40,6 +43,8 @@ export const policyBodySchema = z.strictObject({
   conditions: policyConditionsSchema.optional(),
   denyMessage: text(1_000).nullable().optional(),
   enabled: z.boolean().optional(),
+  /** Omitted: `enforce` on create, the current mode on update (decision 061). */
+  mode: policyModeSchema.optional(),
 });
 
 export type PolicyBody = z.infer<typeof policyBodySchema>;
@@ -62,6 +67,7 @@ export interface PolicyContent {
   conditions: PolicyConditions;
   denyMessage: string | null;
   enabled: boolean;
+  mode: PolicyMode;
 }
 
 /** A snapshot as read back from `policy_versions` (older rows are re-validated with this). */
@@ -76,6 +82,8 @@ export const policyContentSchema = z.object({
   conditions: policyConditionsSchema.default({}),
   denyMessage: z.string().nullable().default(null),
   enabled: z.boolean().default(true),
+  /** Snapshots from before shadow policies have none: they were enforced. */
+  mode: policyModeSchema.default('enforce'),
 });
 
 /** A policy as the REST API shows it: every field of the spec's list table, plus what the editor needs. */
@@ -93,11 +101,28 @@ export interface PolicyView extends Omit<PolicyContent, 'conditions'> {
   triggerCount: number | null;
   /** Newest such entry's time; null when never matched or when the audit service did not answer. */
   lastTriggered: string | null;
+  /** When the policy was last put in shadow; null while it is enforced (decision 061). */
+  shadowSince: string | null;
   createdAt: string;
   updatedAt: string;
 }
 
-export type PolicyChange = 'create' | 'update' | 'toggle' | 'delete' | 'restore';
+export type PolicyChange = 'create' | 'update' | 'toggle' | 'delete' | 'restore' | 'promote';
+
+/** `GET …/policies/:policyId/shadow`: what the shadow policy would have changed since `shadowSince` (decision 062). */
+export interface ShadowResultsView {
+  policyId: string;
+  shadowSince: string;
+  /** Calls since `shadowSince` evaluated with the agent's shadow policies. */
+  evaluated: number;
+  /** Of those, the calls whose shadow verdict this policy decided. */
+  matched: number;
+  allowToDeny: number;
+  denyToAllow: number;
+  /** Newest matched call; null when none. */
+  lastMatched: string | null;
+  samples: Array<{ entryId: string; timestamp: string; memberId: string; memberName: string; service: string; tool: string; decision: 'ALLOW' | 'DENY'; shadowDecision: 'ALLOW' | 'DENY' }>;
+}
 
 /** One entry of `GET …/policies/:policyId/versions`. */
 export interface PolicyVersionView {
