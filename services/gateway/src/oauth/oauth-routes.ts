@@ -8,6 +8,7 @@ import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/
 import { ApiError, type Database } from '@portcullis/core';
 import { clientIpKey, createLimiters, createSharedLimiters, type Limit, type LimitHook, type RateLimitConfig } from '../plugins/rate-limits.ts';
 import { oauthUrlsOf } from './oauth-provider.ts';
+import { isLoopbackHttp } from './redirect-uris.ts';
 
 export interface OAuthRateLimits {
   /** `POST /oauth/register`, per client IP, counted in Postgres (every replica shares it). */
@@ -43,6 +44,29 @@ function oauthLimited(limit: LimitHook): LimitHook {
 }
 
 /**
+ * RFC 9700 §4.11.2: the authorization server must not be an open redirector. Any client can
+ * register itself, so its https redirect URI is not trusted: an authorization request the
+ * SDK's handler refuses is answered here (400, OAuth error body) instead of bouncing the
+ * browser there unasked. The consent page (ours) and loopback redirects (the member's own
+ * machine) are still redirected to; after consent, the member has seen the host (decision 051).
+ */
+function noUntrustedRedirects(consentPage: string) {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    const redirect = res.redirect.bind(res) as (status: number, url: string) => void;
+    res.redirect = ((status: number | string, url?: string) => {
+      const target = typeof status === 'string' ? status : url!;
+      const code = typeof status === 'number' ? status : 302;
+      if (target.startsWith(`${consentPage}?`) || isLoopbackHttp(target)) return redirect(code, target);
+      const params = new URL(target).searchParams;
+      res.status(400).set('cache-control', 'no-store').json({
+        error: params.get('error') ?? 'invalid_request', error_description: params.get('error_description') ?? 'The authorization request is not valid.',
+      });
+    }) as Response['redirect'];
+    next();
+  };
+}
+
+/**
  * Portcullis as the authorization server of its own `/mcp` (decisions 050–053): RFC 9728
  * protected-resource metadata, RFC 8414 authorization-server metadata, and the MCP SDK's
  * authorization, token, registration (RFC 7591) and revocation (RFC 7009) handlers. Those are
@@ -56,6 +80,7 @@ export async function oauthServerRoutes(app: FastifyInstance, options: {
 
   const handlers = express();
   handlers.disable('x-powered-by');
+  handlers.use('/oauth/authorize', noUntrustedRedirects(urls.consentPage));
   handlers.use('/oauth/authorize', authorizationHandler({ provider: options.provider, rateLimit: false }));
   handlers.use('/oauth/token', tokenHandler({ provider: options.provider, rateLimit: false }));
   handlers.use('/oauth/register', clientRegistrationHandler({ clientsStore: options.provider.clientsStore, rateLimit: false, clientSecretExpirySeconds: 0 }));

@@ -1,6 +1,16 @@
 /** Hosts a native client listens on for its redirect (RFC 8252 §7.3). */
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
+/** True for an `http` URI to a loopback host: a native client on the member's own machine. */
+export function isLoopbackHttp(uri: string): boolean {
+  try {
+    const url = new URL(uri);
+    return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  } catch {
+    return false;
+  }
+}
+
 /** Most redirect URIs a client may register, and their longest length. */
 export const MAX_REDIRECT_URIS = 10;
 export const MAX_REDIRECT_URI_LENGTH = 2000;

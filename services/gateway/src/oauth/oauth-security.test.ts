@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiHarness, HARNESS_ORIGIN, type ApiHarness } from '../testing/index.ts';
+
+/** Over real HTTP: the SDK's Express handlers write to the raw response, which `inject()` does not capture. */
+async function send(base: string, o: { method?: string; url: string; headers?: Record<string, string>; payload?: string }) {
+  const res = await fetch(`${base}${o.url}`, { method: o.method ?? 'GET', redirect: 'manual', ...(o.headers ? { headers: o.headers } : {}), ...(o.payload !== undefined ? { body: o.payload } : {}) });
+  const body = await res.text();
+  return { statusCode: res.status, headers: Object.fromEntries(res.headers), body, json: () => JSON.parse(body) };
+}
+
+const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
+
+describe('the authorization server against the security BCP (RFC 9700), real Postgres', () => {
+  let h: ApiHarness;
+  let base: string;
+  const register = async (metadata: Record<string, unknown>) => {
+    const res = await send(base, { method: 'POST', url: '/oauth/register', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(metadata) });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json() as { client_id: string; client_name: string };
+  };
+  const authorizeUrl = (params: Record<string, string>) => `/oauth/authorize?${new URLSearchParams(params).toString()}`;
+
+  beforeAll(async () => {
+    h = await createApiHarness();
+    base = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => { await h?.close(); });
+
+  it('is no open redirector (RFC 9700 §4.11.2): a bad authorization request of a self-registered https client is answered here, not bounced to its site', async () => {
+    const { client_id } = await register({ client_name: 'Anyone', redirect_uris: ['https://phish.example/landing', 'http://127.0.0.1:9/cb'] });
+    // Anyone can register a client and then use /oauth/authorize to bounce a browser to any https site.
+    const refused: Array<Record<string, string>> = [
+      { client_id, redirect_uri: 'https://phish.example/landing', response_type: 'token' },
+      { client_id, redirect_uri: 'https://phish.example/landing', response_type: 'code', code_challenge: 'abc', code_challenge_method: 'plain' },
+      { client_id, redirect_uri: 'https://phish.example/landing', response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256', resource: 'https://elsewhere.example/mcp' },
+    ];
+    for (const params of refused) {
+      const res = await send(base, { url: authorizeUrl(params) });
+      expect(res.headers.location ?? '', JSON.stringify(params)).not.toMatch(/^https:\/\/phish\.example/);
+      expect(res.statusCode).toBe(400);
+      expect(res.headers['content-type']).toMatch(/application\/json/);
+      expect(res.json().error).toMatch(/^(invalid_request|invalid_target|unsupported_response_type)$/);
+    }
+    // A native client's loopback redirect still receives the error (it is the member's own machine).
+    const loopback = await send(base, { url: authorizeUrl({ client_id, redirect_uri: 'http://127.0.0.1:9/cb', response_type: 'code', code_challenge: 'abc', code_challenge_method: 'plain' }) });
+    expect(loopback.statusCode).toBe(302);
+    const landing = new URL(loopback.headers.location!);
+    expect([landing.origin, landing.searchParams.get('error')]).toEqual(['http://127.0.0.1:9', 'invalid_request']);
+    // A valid request still goes to the consent page, which shows the host before anything is sent there.
+    const valid = await send(base, { url: authorizeUrl({ client_id, redirect_uri: 'https://phish.example/landing', response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256' }) });
+    expect(valid.statusCode).toBe(302);
+    expect(valid.headers.location).toMatch(new RegExp(`^${HARNESS_ORIGIN}/oauth/consent\\?request=`));
+  });
+});
