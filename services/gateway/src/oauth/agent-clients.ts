@@ -11,10 +11,15 @@ const { mcpOAuthClients } = schema;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const MAX_CLIENT_NAME_LENGTH = 100;
 
-/** A client's self-chosen name as shown at consent: control characters out, bounded, never empty. */
+/**
+ * A client's self-chosen name as shown at consent: control, invisible and direction-changing
+ * characters (Unicode Cc, Cf, Zl, Zp, lone surrogates: a U+202E would turn the rest of the consent text around)
+ * out, bounded, never empty.
+ */
 function displayName(name: string | undefined): string {
-  const clean = (name ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').replace(/\s+/g, ' ').trim();
-  return clean ? clean.slice(0, MAX_CLIENT_NAME_LENGTH) : 'Unnamed client';
+  const clean = (name ?? '').replace(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu, ' ').replace(/\s+/g, ' ').trim();
+  // Cut by code point: half a surrogate pair is no text Postgres stores.
+  return clean ? Array.from(clean).slice(0, MAX_CLIENT_NAME_LENGTH).join('').trim() : 'Unnamed client';
 }
 
 /**

@@ -51,4 +51,15 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     expect(valid.statusCode).toBe(302);
     expect(valid.headers.location).toMatch(new RegExp(`^${HARNESS_ORIGIN}/oauth/consent\\?request=`));
   });
+
+  it('the client name shown at consent carries no invisible or direction-changing characters (a name cannot reorder the consent text)', async () => {
+    // U+202E turns the rest of the consent sentence around; zero-width and line separators hide or break it.
+    const registered = await register({ client_name: 'Claude\u200b Desk\u202etop\u2066\u2028x\ufeff', redirect_uris: ['http://127.0.0.1:9/cb'] });
+    expect(registered.client_name).toBe('Claude Desk top x');
+    expect(registered.client_name).not.toMatch(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u);
+    // Cut at 100 characters without splitting a character in two (half a surrogate pair was a 500: Postgres refuses it).
+    const long = await register({ client_name: `${'a'.repeat(99)}\u{1f600}b`, redirect_uris: ['http://127.0.0.1:9/cb'] });
+    expect(long.client_name).toBe(`${'a'.repeat(99)}\u{1f600}`);
+    expect((await register({ client_name: 'Lone \ud800 half', redirect_uris: ['http://127.0.0.1:9/cb'] })).client_name).toBe('Lone half');
+  });
 });
