@@ -1,5 +1,5 @@
 import { SpanKind, type Span } from '@opentelemetry/api';
-import { auditEntryOf, auditEntrySchema, contextFromTraceHeaders, counter, histogram, tracerOf, type AuditEntry, type Bus } from '@portcullis/core';
+import { contextFromTraceHeaders, counter, histogram, tracerOf, type AuditEntry, type Bus } from '@portcullis/core';
 import { createInsertLock } from './insert-lock.ts';
 import type { AuditStore } from './store/audit-store.ts';
 import type { AuditLogger } from './handlers/grpc-errors.ts';
@@ -61,8 +61,8 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
   const consumer = await options.bus.consumeAudit({
     batchSize: options.batchSize,
     maxWaitMs: options.maxWaitMs,
-    async handle(batch: AuditEntry[]) {
-      const writable = withoutMalformed(batch, log);
+    // The bus hands over entries it has checked the shape of (its dead-letter path takes the rest).
+    async handle(writable: AuditEntry[]) {
       // Each traced call's trace continues with its write (entries of untraced calls carry none).
       const spans: Span[] = writable.filter((e) => e.traceparent).map((e) =>
         tracer.startSpan('audit.write', { kind: SpanKind.CONSUMER, attributes: { 'portcullis.stage': e.stage ?? 'complete', 'portcullis.batch_size': writable.length } }, contextFromTraceHeaders({ traceparent: e.traceparent })));
@@ -148,19 +148,3 @@ const DEFAULT_TIDY_EVERY_MS = 30_000;
 /** No completion can still be on its way after this long: an open record this old is an orphan. */
 const DEFAULT_SETTLE_AFTER_MS = 10 * 60_000;
 
-/**
- * Drops entries that could never be written (the NATS bus already dead-letters these; the
- * in-process bus hands entries over unchecked). Retrying them would block every later
- * entry behind one that can never succeed, so they are logged and acknowledged instead.
- * A shape check per entry; zod only explains the rare refusal.
- */
-function withoutMalformed(batch: AuditEntry[], log: AuditLogger): AuditEntry[] {
-  const writable: AuditEntry[] = [];
-  for (const entry of batch) {
-    const checked = auditEntryOf(entry);
-    if (checked) { writable.push(checked); continue; }
-    const why = auditEntrySchema.safeParse(entry);
-    log(`audit writer: dropped malformed entry ${String((entry as { id?: unknown }).id)}: ${why.success ? 'invalid' : why.error.issues[0]?.message ?? 'invalid'}`);
-  }
-  return writable;
-}

@@ -319,10 +319,10 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
    * One INSERT of `entries` into `table`, as arrays in column order (`JSONCompactEachRow`):
    * measured 20–40 % cheaper than keyed objects, encoding and parsing both.
    */
-  const insertRows = (table: 'audit_entries' | 'audit_open', entries: readonly AuditEntry[]) => client.insert({
-    table: `${database}.${table}`, columns: [...AUDIT_COLUMNS], format: 'JSONCompactEachRow',
-    values: entries.map((entry) => { const row = toRow(entry); return AUDIT_COLUMNS.map((column) => row[column]); }),
-  });
+  const insertRows = (table: 'audit_entries' | 'audit_open', entries: readonly AuditEntry[]) => connection.insertCompactRows(
+    `${database}.${table}`, AUDIT_COLUMNS,
+    entries.map((entry) => { const row = toRow(entry); return AUDIT_COLUMNS.map((column) => row[column]); }),
+  );
 
   /** The bound parameters that find `entries` by key: their agents, time span and ids. */
   const keysOf = (entries: readonly AuditEntry[]) => {

@@ -29,6 +29,13 @@ export interface ClickHouseConnection {
    * query. An engine error, also one after the first chunk, throws; its text is never yielded.
    */
   streamRaw(query: string, params: Record<string, unknown>, format: RawFormat): AsyncIterable<Uint8Array>;
+  /**
+   * Inserts `rows` (values in `columns` order) as JSONCompactEachRow. A server gets them through
+   * the client; embedded chDB gets the encoded bytes handed to its own parser, without the
+   * connection adapter turning them into one long INSERT statement first (the writer's batches
+   * are thousands of rows).
+   */
+  insertCompactRows(table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -77,6 +84,9 @@ function connectServer(target: Extract<ClickHouseTarget, { kind: 'server' }>): C
         abort.abort();
       }
     },
+    async insertCompactRows(table, columns, rows) {
+      await client.insert({ table, columns: [...columns] as [string, ...string[]], format: 'JSONCompactEachRow', values: rows as unknown[][] });
+    },
     close: () => client.close(),
   };
 }
@@ -122,6 +132,11 @@ async function connectChdb(path: string): Promise<ClickHouseConnection> {
         openStreams.delete(session);
         session.close();
       }
+    },
+    async insertCompactRows(table, columns, rows) {
+      if (rows.length === 0) return;
+      const body = Buffer.from(rows.map((row) => JSON.stringify(row)).join('\n'));
+      await chdbConnection.chdb.rawInsert({ table, columns, format: 'JSONCompactEachRow', values: body });
     },
     async close() {
       for (const session of openStreams) session.close();

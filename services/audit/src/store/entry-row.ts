@@ -56,6 +56,14 @@ export function toClickHouseTime(instant: Date): string {
   return instant.toISOString().replace('T', ' ').slice(0, 23);
 }
 
+/** An ISO 8601 instant already in UTC to the millisecond, as the gateway writes every entry's. */
+const CANONICAL_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** An entry's timestamp as a `DateTime64(3, 'UTC')` value: rewritten in place when canonical (the writer does this per row), else parsed. */
+function entryTime(timestamp: string): string {
+  return CANONICAL_UTC.test(timestamp) ? `${timestamp.slice(0, 10)} ${timestamp.slice(11, 23)}` : toClickHouseTime(new Date(timestamp));
+}
+
 /** Reads a `DateTime64(3, 'UTC')` value back as ISO 8601 (`…T…Z`). */
 export function fromClickHouseTime(value: string): string {
   return `${value.replace(' ', 'T')}Z`;
@@ -65,7 +73,7 @@ export function fromClickHouseTime(value: string): string {
 export function toRow(entry: AuditEntry): AuditRow {
   return {
     id: entry.id,
-    timestamp: toClickHouseTime(new Date(entry.timestamp)),
+    timestamp: entryTime(entry.timestamp),
     agent_id: entry.agentId,
     agent_name: entry.agentName,
     member_id: entry.memberId,

@@ -15,7 +15,10 @@ export interface AuditConsumerOptions {
   batchSize: number;
   /** Longest a partial batch waits before it is handled. */
   maxWaitMs: number;
-  /** Receives a batch; resolving acknowledges every entry, throwing redelivers them later. */
+  /**
+   * Receives a batch of entries that have the audit entry's shape (`auditEntryOf`, checked once
+   * by the bus); resolving acknowledges every entry, throwing redelivers them later.
+   */
   handle(batch: AuditEntry[]): Promise<void>;
   /** Told of each message that is not a valid audit entry (it goes to the dead-letter subject). */
   onDeadLetter?(raw: string, error: string): void;

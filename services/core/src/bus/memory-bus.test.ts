@@ -32,6 +32,25 @@ describe('in-process bus', () => {
     expect(written.sort()).toEqual([first, ...rest].map((e) => e.id).sort());
   });
 
+  it('hands the handler checked entries only: a malformed one is dead-lettered, the rest of its batch written', async () => {
+    const bus = createMemoryBus();
+    const written: AuditEntry[] = [];
+    const deadLettered: string[] = [];
+    const consumer = await bus.consumeAudit({
+      batchSize: 10,
+      maxWaitMs: 20,
+      handle: async (batch) => { written.push(...batch); },
+      onDeadLetter: (raw, error) => deadLettered.push(`${error}: ${raw}`),
+    });
+    const good = entry({ toolArgs: { q: 'x' } });
+    await bus.publishAudit({ ...entry(), decision: 'MAYBE' } as unknown as AuditEntry);
+    await bus.publishAudit({ ...good, unexpected: 'dropped' } as AuditEntry);
+    await consumer.drain();
+    expect(written).toEqual([good]);
+    expect(deadLettered).toHaveLength(1);
+    expect(deadLettered[0]).toMatch(/^not a valid audit entry: .*"decision":"MAYBE"/);
+  });
+
   it('fans change events out to every listener', async () => {
     const bus = createMemoryBus();
     const seen: string[] = [];

@@ -1,4 +1,4 @@
-import type { AuditEntry } from '../audit-entry.ts';
+import { auditEntryOf, type AuditEntry } from '../audit-entry.ts';
 import { createMemorySinkFeed } from './memory-sink-feed.ts';
 import { auditMessageId, type AuditConsumer, type KeyValueBucket, type AuditConsumerOptions, type Bus, type ChangeEvent } from './bus.ts';
 
@@ -53,8 +53,15 @@ export function createMemoryBus(): Bus {
       const handleOnce = async (): Promise<boolean> => {
         if (queue.length === 0) return true;
         inFlight = queue.splice(0, options.batchSize);
+        // As from NATS: the handler gets entries with the entry's shape; anything else is dead-lettered.
+        const entries: AuditEntry[] = [];
+        for (const published of inFlight) {
+          const checked = auditEntryOf(published);
+          if (checked) entries.push(checked);
+          else options.onDeadLetter?.(JSON.stringify(published) ?? String(published), 'not a valid audit entry');
+        }
         try {
-          await options.handle(inFlight);
+          if (entries.length > 0) await options.handle(entries);
           inFlight = [];
           return true;
         } catch {
