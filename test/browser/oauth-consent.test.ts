@@ -93,4 +93,23 @@ describe('OAuth consent for an MCP client in a real browser (single process, bui
     expect(unexpectedConsoleErrors(consoleErrors, '400|401')).toEqual([]);
     await context.close();
   });
+
+  it('another site cannot frame the consent page (clickjacking): the page forbids framing and Chromium refuses to show it in a frame', async () => {
+    const consentUrl = `${product.baseUrl}/oauth/consent?request=x`;
+    const direct = await fetch(consentUrl);
+    expect(direct.status).toBe(200);
+    expect(direct.headers.get('content-security-policy')).toMatch(/frame-ancestors 'none'/);
+    expect(direct.headers.get('x-frame-options')).toBe('DENY');
+
+    const { page, context } = await openPage(browser, product.baseUrl);
+    await page.route('http://attacker.test/**', (route) => route.fulfill({
+      status: 200, contentType: 'text/html',
+      body: `<!doctype html><title>waiting</title><iframe src="${consentUrl}" width="800" height="600" onload="document.title='loaded'"></iframe>`,
+    }));
+    await page.goto('http://attacker.test/');
+    await page.waitForFunction("document.title === 'loaded'");
+    const framed = page.frames().find((f) => f !== page.mainFrame());
+    expect(framed?.url().startsWith(product.baseUrl)).toBe(false);
+    await context.close();
+  });
 });

@@ -21,10 +21,16 @@ function forwarded(path: string): boolean {
     || path === '/.well-known/oauth-authorization-server' || path === '/.well-known/oauth-protected-resource' || path.startsWith('/.well-known/oauth-protected-resource/');
 }
 
+/** This app's pages are never shown in another site's frame: the OAuth consent (and every button) cannot be clickjacked. */
+const NO_FRAMING = { 'x-frame-options': 'DENY', 'content-security-policy': "frame-ancestors 'none'" };
+
 export const handle: Handle = async ({ event, resolve }) => {
   const gateway = env.PORTCULLIS_GATEWAY_URL;
   const path = event.url.pathname;
-  if (!gateway || !forwarded(path)) return resolve(event);
+  if (!gateway || !forwarded(path)) {
+    event.setHeaders(NO_FRAMING);
+    return resolve(event);
+  }
 
   const headers = new Headers(event.request.headers);
   for (const name of HOP_BY_HOP) headers.delete(name);
