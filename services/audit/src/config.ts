@@ -12,7 +12,7 @@ const auditShape = {
   CLICKHOUSE_USER: z.string().min(1).optional(),
   CLICKHOUSE_PASSWORD: z.string().min(1).optional(),
   /** Most entries written in one INSERT (one part). */
-  AUDIT_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1_000),
+  AUDIT_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(10_000),
   /** Longest a partial batch waits before it is written. */
   AUDIT_BATCH_MAX_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(200),
   /** Days an audit entry is kept (a table TTL). Unset: indefinitely, as the spec's default. */
