@@ -531,6 +531,13 @@ export interface paths {
                                 durationMs: number;
                                 /** @description Cedar principal used in evaluation */
                                 principal: string;
+                                /**
+                                 * @description What the verdict would have been with the agent's shadow policies enforced too; absent when the agent had none (decision 061). Never the verdict
+                                 * @enum {string}
+                                 */
+                                shadowDecision?: "ALLOW" | "DENY";
+                                /** @description Keys of the shadow policies that decided shadowDecision (empty where the caller may not see policy identities) */
+                                shadowPolicyIds?: string[];
                             }[];
                             total: number;
                         };
@@ -1910,6 +1917,13 @@ export interface paths {
                                 };
                                 denyMessage: string | null;
                                 enabled: boolean;
+                                /**
+                                 * @description `shadow`: evaluated on live traffic and audited (shadowDecision), never enforced (decision 061)
+                                 * @enum {string}
+                                 */
+                                mode: "enforce" | "shadow";
+                                /** @description When the policy was last put in shadow (ISO 8601); null while enforced */
+                                shadowSince: string | null;
                                 version: number | null;
                                 currentVersionId: string | null;
                                 triggerCount: number | null;
@@ -1991,6 +2005,8 @@ export interface paths {
                         };
                         denyMessage?: string | null;
                         enabled?: boolean;
+                        /** @enum {string} */
+                        mode?: "enforce" | "shadow";
                     };
                 };
             };
@@ -2061,6 +2077,13 @@ export interface paths {
                             };
                             denyMessage: string | null;
                             enabled: boolean;
+                            /**
+                             * @description `shadow`: evaluated on live traffic and audited (shadowDecision), never enforced (decision 061)
+                             * @enum {string}
+                             */
+                            mode: "enforce" | "shadow";
+                            /** @description When the policy was last put in shadow (ISO 8601); null while enforced */
+                            shadowSince: string | null;
                             version: number | null;
                             currentVersionId: string | null;
                             triggerCount: number | null;
@@ -2203,6 +2226,8 @@ export interface paths {
                             };
                             denyMessage?: string | null;
                             enabled?: boolean;
+                            /** @enum {string} */
+                            mode?: "enforce" | "shadow";
                         };
                         /** Format: uuid */
                         replacePolicyId?: string;
@@ -2242,6 +2267,11 @@ export interface paths {
                             skipped?: number;
                             from?: string;
                             to?: string;
+                            /**
+                             * @description The draft's mode: `shadow` = the counts are what it would change once promoted; saved in shadow it changes no verdict
+                             * @enum {string}
+                             */
+                            mode: "enforce" | "shadow";
                         };
                     };
                 };
@@ -2329,6 +2359,8 @@ export interface paths {
                         };
                         denyMessage?: string | null;
                         enabled?: boolean;
+                        /** @enum {string} */
+                        mode?: "enforce" | "shadow";
                     };
                 };
             };
@@ -2399,6 +2431,13 @@ export interface paths {
                             };
                             denyMessage: string | null;
                             enabled: boolean;
+                            /**
+                             * @description `shadow`: evaluated on live traffic and audited (shadowDecision), never enforced (decision 061)
+                             * @enum {string}
+                             */
+                            mode: "enforce" | "shadow";
+                            /** @description When the policy was last put in shadow (ISO 8601); null while enforced */
+                            shadowSince: string | null;
                             version: number | null;
                             currentVersionId: string | null;
                             triggerCount: number | null;
@@ -2526,6 +2565,13 @@ export interface paths {
                             };
                             denyMessage: string | null;
                             enabled: boolean;
+                            /**
+                             * @description `shadow`: evaluated on live traffic and audited (shadowDecision), never enforced (decision 061)
+                             * @enum {string}
+                             */
+                            mode: "enforce" | "shadow";
+                            /** @description When the policy was last put in shadow (ISO 8601); null while enforced */
+                            shadowSince: string | null;
                             version: number | null;
                             currentVersionId: string | null;
                             triggerCount: number | null;
@@ -2537,6 +2583,192 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/policies/{policyId}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start enforcing a shadow policy, as a new version (owner) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    policyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            policyKey: string;
+                            name: string;
+                            service: string;
+                            /** @enum {string} */
+                            effect: "forbid" | "permit";
+                            /** @description Every tool the policy covers, tiers expanded */
+                            tools: string[];
+                            /** @description The tools the policy names one by one, as written */
+                            listedTools: string[];
+                            /** @description The tiers the policy names, as written */
+                            tiers: ("read" | "write" | "destructive")[];
+                            principal: {
+                                /** @enum {string} */
+                                type: "all_members";
+                            } | {
+                                /** @enum {string} */
+                                type: "members";
+                                ids: string[];
+                            };
+                            conditions: {
+                                timeWindow?: {
+                                    days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+                                    start: string;
+                                    end: string;
+                                    timeZone: string;
+                                };
+                                sessionLimit?: {
+                                    maxCalls: number;
+                                };
+                                resources?: {
+                                    /** @enum {string} */
+                                    match: "in" | "not_in";
+                                    ids: string[];
+                                };
+                                args?: ({
+                                    path: string;
+                                    /** @enum {string} */
+                                    op: "equals";
+                                    value: string | number | boolean;
+                                } | {
+                                    path: string;
+                                    /** @enum {string} */
+                                    op: "oneOf";
+                                    values: (string | number | boolean)[];
+                                } | {
+                                    path: string;
+                                    /** @enum {string} */
+                                    op: "prefix";
+                                    value: string;
+                                } | {
+                                    path: string;
+                                    /** @enum {string} */
+                                    op: "regex";
+                                    pattern: string;
+                                })[];
+                            };
+                            denyMessage: string | null;
+                            enabled: boolean;
+                            /**
+                             * @description `shadow`: evaluated on live traffic and audited (shadowDecision), never enforced (decision 061)
+                             * @enum {string}
+                             */
+                            mode: "enforce" | "shadow";
+                            /** @description When the policy was last put in shadow (ISO 8601); null while enforced */
+                            shadowSince: string | null;
+                            version: number | null;
+                            currentVersionId: string | null;
+                            triggerCount: number | null;
+                            lastTriggered: string | null;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/policies/{policyId}/shadow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What a shadow policy would have changed since it was put in shadow (owner) */
+        get: {
+            parameters: {
+                query?: {
+                    samples?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                    policyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            policyId: string;
+                            /** @description When the policy was put in shadow; the counts start here */
+                            shadowSince: string;
+                            /** @description Calls since shadowSince evaluated with the agent's shadow policies */
+                            evaluated: number;
+                            /** @description Of those, the calls whose shadow verdict this policy decided */
+                            matched: number;
+                            /** @description Allowed calls it would have denied */
+                            allowToDeny: number;
+                            /** @description Denied calls it would have allowed */
+                            denyToAllow: number;
+                            lastMatched: string | null;
+                            /** @description Changed calls, newest first */
+                            samples: {
+                                /** @description The audit entry (GET /api/audit lists it) */
+                                entryId: string;
+                                timestamp: string;
+                                memberId: string;
+                                memberName: string;
+                                service: string;
+                                tool: string;
+                                /**
+                                 * @description The verdict enforced
+                                 * @enum {string}
+                                 */
+                                decision: "ALLOW" | "DENY";
+                                /**
+                                 * @description The verdict with the shadow policies enforced
+                                 * @enum {string}
+                                 */
+                                shadowDecision: "ALLOW" | "DENY";
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2630,6 +2862,13 @@ export interface paths {
                             };
                             denyMessage: string | null;
                             enabled: boolean;
+                            /**
+                             * @description `shadow`: evaluated on live traffic and audited (shadowDecision), never enforced (decision 061)
+                             * @enum {string}
+                             */
+                            mode: "enforce" | "shadow";
+                            /** @description When the policy was last put in shadow (ISO 8601); null while enforced */
+                            shadowSince: string | null;
                             version: number | null;
                             currentVersionId: string | null;
                             triggerCount: number | null;
@@ -2678,7 +2917,7 @@ export interface paths {
                                 id: string;
                                 version: number;
                                 /** @enum {string} */
-                                change: "create" | "update" | "toggle" | "delete" | "restore";
+                                change: "create" | "update" | "toggle" | "delete" | "restore" | "promote";
                                 snapshot: {
                                     [key: string]: unknown;
                                 };
@@ -2791,6 +3030,13 @@ export interface paths {
                             };
                             denyMessage: string | null;
                             enabled: boolean;
+                            /**
+                             * @description `shadow`: evaluated on live traffic and audited (shadowDecision), never enforced (decision 061)
+                             * @enum {string}
+                             */
+                            mode: "enforce" | "shadow";
+                            /** @description When the policy was last put in shadow (ISO 8601); null while enforced */
+                            shadowSince: string | null;
                             version: number | null;
                             currentVersionId: string | null;
                             triggerCount: number | null;

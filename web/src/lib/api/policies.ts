@@ -46,6 +46,11 @@ export const policiesApi = {
   remove: (agentId: string, policyId: string) => call(http.DELETE('/api/agents/{id}/policies/{policyId}', policy(agentId, policyId))),
   toggle: (agentId: string, policyId: string) => call(http.POST('/api/agents/{id}/policies/{policyId}/toggle', policy(agentId, policyId))),
   versions: (agentId: string, policyId: string) => call(http.GET('/api/agents/{id}/policies/{policyId}/versions', policy(agentId, policyId))),
+  /** A shadow policy starts being enforced, as one new version (decision 061). */
+  promote: (agentId: string, policyId: string) => call(http.POST('/api/agents/{id}/policies/{policyId}/promote', policy(agentId, policyId))),
+  /** What a shadow policy would have changed since it went into shadow (decision 062). */
+  shadow: (agentId: string, policyId: string, samples = 10) =>
+    call(http.GET('/api/agents/{id}/policies/{policyId}/shadow', { params: { path: { id: agentId, policyId }, query: { samples } } })),
   restore: (agentId: string, policyId: string, versionId: string) =>
     call(http.POST('/api/agents/{id}/policies/{policyId}/versions/{versionId}/restore', { params: { path: { id: agentId, policyId, versionId } } })),
 

@@ -66,6 +66,9 @@ export type PolicyVersion = Item<Answer<'/api/agents/{id}/policies/{policyId}/ve
 export type PolicyPreview = Answer<'/api/agents/{id}/policies/preview', 'post'>;
 export type SimulateBody = Body<'/api/agents/{id}/policies/simulate', 'post'>;
 export type SimulateResult = Answer<'/api/agents/{id}/policies/simulate', 'post'>;
+export type PolicyMode = Policy['mode'];
+/** GET …/policies/:policyId/shadow (decision 062). */
+export type ShadowResults = Answer<'/api/agents/{id}/policies/{policyId}/shadow'>;
 export type CatalogService = Item<Answer<'/api/tools/catalog'>['services']>;
 export type CatalogTool = Item<CatalogService['tools'][PolicyTier]>;
 export type HarvestedEntity = Item<Answer<'/api/agents/{id}/entities/{service}/{type}'>['entities']>;

@@ -3,7 +3,7 @@
  * decision 011 for conditions). The form keeps what the inputs hold (strings, switches for
  * optional conditions); `draftOf` builds exactly the body a save, preview or simulate sends.
  */
-import type { ArgRule, ArgScalar, Policy, PolicyDraft, PolicyEffect, PolicyTier, Weekday } from '$lib/api/types.ts';
+import type { ArgRule, ArgScalar, Policy, PolicyDraft, PolicyEffect, PolicyMode, PolicyTier, Weekday } from '$lib/api/types.ts';
 
 export const TIERS: PolicyTier[] = ['read', 'write', 'destructive'];
 export const WEEKDAYS: Array<{ key: Weekday; label: string }> = [
@@ -39,6 +39,8 @@ export interface PolicyForm {
   args: ArgRuleForm[];
   denyMessage: string;
   enabled: boolean;
+  /** `shadow`: evaluated and audited, never enforced (decision 061). */
+  mode: PolicyMode;
 }
 
 function browserTimeZone(): string {
@@ -52,7 +54,7 @@ export function emptyForm(service = ''): PolicyForm {
     timeWindowOn: false, days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '09:00', end: '17:00', timeZone: browserTimeZone(),
     sessionLimitOn: false, maxCalls: 10,
     resourcesOn: false, resourceMatch: 'in', resourceIds: [],
-    args: [], denyMessage: '', enabled: true,
+    args: [], denyMessage: '', enabled: true, mode: 'enforce',
   };
 }
 
@@ -103,6 +105,7 @@ export function formOf(policy: Policy): PolicyForm {
     args: (c.args ?? []).map(argFormOf),
     denyMessage: policy.denyMessage ?? '',
     enabled: policy.enabled,
+    mode: policy.mode,
   };
 }
 
@@ -127,6 +130,7 @@ export function draftOf(form: PolicyForm): PolicyDraft {
     principal: form.principalType === 'all_members' ? { type: 'all_members' } : { type: 'members', ids: [...form.memberIds] },
     denyMessage: form.denyMessage.trim() === '' ? null : form.denyMessage,
     enabled: form.enabled,
+    mode: form.mode,
   };
   if (form.policyKey.trim() !== '') draft.policyKey = form.policyKey.trim();
   if (Object.keys(conditions).length > 0) draft.conditions = conditions;
