@@ -125,8 +125,9 @@ export async function oauthServerRoutes(app: FastifyInstance, options: {
   }
   app.get('/.well-known/oauth-authorization-server', { schema: { hide: true } }, async (_request, reply) => reply.headers(cors).send(authorizationServer));
 
-  app.route({ method: ['GET', 'POST'], url: '/oauth/authorize', schema: { hide: true }, handler: handOver });
-  app.route({ method: ['POST', 'OPTIONS'], url: '/oauth/token', schema: { hide: true }, onRequest: tokenLimit, handler: handOver });
-  app.route({ method: ['POST', 'OPTIONS'], url: '/oauth/revoke', schema: { hide: true }, onRequest: tokenLimit, handler: handOver });
-  app.route({ method: ['POST', 'OPTIONS'], url: '/oauth/register', schema: { hide: true }, onRequest: registerLimit, handler: handOver });
+  // Every method is handed over: the SDK answers one an endpoint does not take with a 405 OAuth error.
+  app.all('/oauth/authorize', { schema: { hide: true } }, handOver);
+  app.all('/oauth/token', { schema: { hide: true }, onRequest: tokenLimit }, handOver);
+  app.all('/oauth/revoke', { schema: { hide: true }, onRequest: tokenLimit }, handOver);
+  app.all('/oauth/register', { schema: { hide: true }, onRequest: registerLimit }, handOver);
 }

@@ -62,4 +62,13 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     expect(long.client_name).toBe(`${'a'.repeat(99)}\u{1f600}`);
     expect((await register({ client_name: 'Lone \ud800 half', redirect_uris: ['http://127.0.0.1:9/cb'] })).client_name).toBe('Lone half');
   });
+
+  it('a wrong HTTP method on an OAuth endpoint is answered in the OAuth error format (405), not the dashboard API\'s', async () => {
+    for (const [method, url] of [['GET', '/oauth/token'], ['GET', '/oauth/register'], ['PUT', '/oauth/revoke'], ['DELETE', '/oauth/authorize']] as const) {
+      const res = await send(base, { method, url });
+      expect(res.statusCode, `${method} ${url}`).toBe(405);
+      expect(res.json()).toMatchObject({ error: 'method_not_allowed' });
+      expect(res.headers.allow).toBeTruthy();
+    }
+  });
 });
