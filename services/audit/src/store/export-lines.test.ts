@@ -107,6 +107,26 @@ describe('NDJSON lines', () => {
     for (const secret of ['night-forbid', 'Night forbid', 'pol-1', 'ver-1']) expect(text).not.toContain(secret);
   });
 
+  it('carry the shadow verdict and its policies (decision 061), their identities emptied for listed agents; CSV keeps the spec\'s columns', async () => {
+    const agentId = 'agent-shadow';
+    const shadowed = makeEntry({
+      agentId, timestamp: '2026-10-04T00:00:00.000Z', shadowDecision: 'DENY', shadowPolicyIds: ['shadow-guard'], shadowPolicyDbIds: ['pol-shadow'],
+    });
+    const plain = makeEntry({ agentId, timestamp: '2026-10-04T00:00:01.000Z' });
+    await store.insert([shadowed, plain]);
+    // The store's own read gives the field order the engine writes (`fromRow`).
+    const { entries } = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
+    const asRead = [...entries].reverse();
+    const text = await exportText({ agentIds: [agentId] }, { format: 'ndjson' });
+    expect(text).toBe(asRead.map(ndjsonLine).join(''));
+    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual([shadowed, plain]);
+    const redacted = await exportText({ agentIds: [agentId] }, { format: 'ndjson', redactPolicyAgentIds: [agentId] });
+    expect(redacted).toBe(asRead.map((e) => ndjsonLine(redactPolicyIdentities(e))).join(''));
+    expect(redacted).toContain('"shadowDecision":"DENY","shadowPolicyIds":[],"shadowPolicyDbIds":[]');
+    for (const secret of ['shadow-guard', 'pol-shadow']) expect(redacted).not.toContain(secret);
+    expect(await exportText({ agentIds: [agentId] })).toBe([shadowed, plain].map(csvLine).join(''));
+  });
+
   it('write {} for stored tool arguments that are not a JSON object, as a Query read does', async () => {
     const agentId = 'agent-bad-args';
     const entry = makeEntry({ agentId, timestamp: '2026-10-02T00:00:00.000Z' });
