@@ -90,6 +90,19 @@ describe('shadow policies on real MCP calls', () => {
     expect((results.body.samples as Array<{ entryId: string }>).map((s) => s.entryId).sort()).toEqual(shadowed.map((e) => e.id).sort());
     expect(results.body.samples[0]).toMatchObject({ tool: 'get_me', service: 'github', decision: 'ALLOW', shadowDecision: 'DENY', memberName: OWNER });
 
+    // Preview and simulate know the mode: a shadow draft compiles to the same Cedar with a note, and
+    // simulate answers what it would change once promoted, saying it is in shadow.
+    const draft = { name: 'No searches', service: 'github', effect: 'forbid', tools: ['search_repositories'], principal: { type: 'all_members' }, mode: 'shadow' };
+    const preview = await owner.call('POST', `/api/agents/${agentId}/policies/preview`, draft);
+    expect(preview.status, preview.text).toBe(200);
+    expect(preview.body.errors).toEqual([]);
+    expect(preview.body.cedar).toContain('forbid');
+    expect(preview.body.warnings.join()).toContain('never changes a verdict until it is promoted');
+    const simulated = await owner.call('POST', `/api/agents/${agentId}/policies/simulate`, { draft });
+    expect(simulated.status, simulated.text).toBe(200);
+    expect(simulated.body).toMatchObject({ mode: 'shadow', allowToDeny: 1, denyToAllow: 0 });
+    expect(simulated.body.samples[0]).toMatchObject({ tool: 'search_repositories', before: 'ALLOW', after: 'DENY' });
+
     // Promotion: one new version, enforced; the next call is denied by the policy and audited normally.
     const promoted = await owner.call('POST', `/api/agents/${agentId}/policies/${policy.id}/promote`);
     expect(promoted.status, promoted.text).toBe(200);
