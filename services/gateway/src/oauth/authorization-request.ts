@@ -3,6 +3,13 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 /** How long a member has to sign in and consent after the client sent them to `/oauth/authorize`. */
 export const REQUEST_LIFETIME_MS = 15 * 60_000;
 
+/**
+ * Longest signed request: `/oauth/authorize` refuses a longer one (a long state or redirect URI)
+ * and the consent API takes up to this, so whatever authorize sends on can be consented to,
+ * and the consent URL stays well inside an HTTP request line.
+ */
+export const MAX_SIGNED_REQUEST_LENGTH = 8000;
+
 /** An authorization request the SDK's handler validated, waiting for the member's consent. */
 export interface PendingAuthorization {
   clientId: string;

@@ -6,12 +6,12 @@ import { ApiError, schema, type Database } from '@portcullis/core';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { agentIdParams, loadAgentAccess } from '../modules/agents/agent-access.ts';
 import { requireUser } from '../plugins/session-auth.ts';
-import { readAuthorizationRequest, type PendingAuthorization } from './authorization-request.ts';
+import { MAX_SIGNED_REQUEST_LENGTH, readAuthorizationRequest, type PendingAuthorization } from './authorization-request.ts';
 import type { GrantStore } from './grant-store.ts';
 
 const { agents, mcpOAuthClients: clients, mcpOAuthGrants: grants, memberKeys, members } = schema;
 
-const signedRequest = z.string().min(1).max(4000);
+const signedRequest = z.string().min(1).max(MAX_SIGNED_REQUEST_LENGTH);
 const consentQuery = z.strictObject({ request: signedRequest });
 const approveBody = z.strictObject({ request: signedRequest, agentId: z.string().uuid('must be a UUID'), memberKey: z.string().min(1).max(100) });
 const denyBody = z.strictObject({ request: signedRequest });

@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import { InvalidRequestError, InvalidTargetError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
-import { REQUEST_LIFETIME_MS, signAuthorizationRequest } from './authorization-request.ts';
+import { MAX_SIGNED_REQUEST_LENGTH, REQUEST_LIFETIME_MS, signAuthorizationRequest } from './authorization-request.ts';
 import type { AgentTokenResolver } from './agent-token-resolver.ts';
 import type { GrantStore } from './grant-store.ts';
 
@@ -47,6 +47,7 @@ export function createAgentOAuthProvider(deps: {
       const signed = signAuthorizationRequest(deps.secret, {
         clientId: client.client_id, redirectUri: params.redirectUri, codeChallenge: params.codeChallenge, state: params.state, resource, expiresAt: now() + REQUEST_LIFETIME_MS,
       });
+      if (signed.length > MAX_SIGNED_REQUEST_LENGTH) throw new InvalidRequestError('The authorization request is too large: shorten state or redirect_uri.');
       res.redirect(302, `${urls.consentPage}?request=${encodeURIComponent(signed)}`);
     },
 

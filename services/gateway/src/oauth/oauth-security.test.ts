@@ -71,4 +71,23 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
       expect(res.headers.allow).toBeTruthy();
     }
   });
+
+  it('the largest authorization request /oauth/authorize accepts (2,000-character redirect URI, 1,000-character state) can still be consented to', async () => {
+    const redirect = `https://app.example.com/${'r'.repeat(2000 - 'https://app.example.com/'.length)}`;
+    const { client_id } = await register({ client_name: 'Long', redirect_uris: [redirect] });
+    const sent = await send(base, { url: authorizeUrl({ client_id, redirect_uri: redirect, response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256', state: '"'.repeat(1000) }) });
+    expect(sent.statusCode, sent.body).toBe(302);
+    const request = new URL(sent.headers.location!).searchParams.get('request')!;
+    const cookie = await h.signIn('long-request@example.com');
+    const shown = await h.request({ method: 'GET', url: `/api/oauth/consent?request=${encodeURIComponent(request)}`, cookie });
+    expect(shown.statusCode, shown.body).toBe(200);
+    expect(shown.json().client).toMatchObject({ name: 'Long', redirectHost: 'app.example.com' });
+    const denied = await h.request({ method: 'POST', url: '/api/oauth/consent/deny', payload: { request }, cookie });
+    expect(denied.statusCode, denied.body).toBe(200);
+    expect(new URL(denied.json().redirectTo).searchParams.get('state')).toBe('"'.repeat(1000));
+    // Longer than consent could take once signed (every character escaped): refused at authorize, in the OAuth format.
+    const tooLarge = await send(base, { url: authorizeUrl({ client_id, redirect_uri: redirect, response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256', state: '\u0001'.repeat(1000) }) });
+    expect(tooLarge.statusCode).toBe(400);
+    expect(tooLarge.json()).toMatchObject({ error: 'invalid_request' });
+  });
 });
