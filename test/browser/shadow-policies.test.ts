@@ -85,6 +85,15 @@ describe('a shadow policy\'s page in a real browser (issue 20)', () => {
 
     // The sample's link opens the entry in the audit explorer: it says what shadow would have decided.
     const entryId = /entry=([0-9a-f-]{36})/.exec(href!)![1]!;
+    await rows.first().getByRole('link', { name: /Open entry/ }).click();
+    await page.waitForURL(/\/audit\?/);
+    // The entry a link points at opens by itself.
+    await page.locator(`tr.entry.target[data-entry-id="${entryId}"]`).waitFor();
+    expect(await page.getByTestId('shadow-verdict').textContent()).toMatch(/DENY, decided by no-profile-lookups\s*\(not enforced\)/);
+    expect(await axeViolations(page)).toEqual([]);
+    await page.goBack();
+    await page.waitForURL(new RegExp(`/policies/${policyId}$`));
+    await panel.waitFor();
     const audit = await apiFromPage(page, 'GET', `/api/audit?agentId=${agentId}&limit=50`);
     const entry = (audit.body as { entries: Array<{ id: string; decision: string; shadowDecision?: string; shadowPolicyIds?: string[] }> }).entries.find((e) => e.id === entryId);
     expect(entry).toMatchObject({ decision: 'ALLOW', shadowDecision: 'DENY', shadowPolicyIds: ['no-profile-lookups'] });
