@@ -46,6 +46,8 @@ export function createGrantStore(deps: { db: Database; bus: Pick<Bus, 'publishCh
   async function revokeGrantIn(tx: Tx, grantId: string, at: number): Promise<{ agentId: string } | undefined> {
     const [row] = await tx.update(grants).set({ revokedAt: new Date(at) }).where(and(eq(grants.id, grantId), isNull(grants.revokedAt))).returning({ agentId: grants.agentId });
     await tx.delete(tokens).where(and(eq(tokens.grantId, grantId), or(eq(tokens.kind, 'access'), eq(tokens.kind, 'code'))));
+    // The refresh tokens stay (to refuse them by name) but no longer open the member's vault.
+    await tx.update(tokens).set({ wrappedVaultKey: null }).where(eq(tokens.grantId, grantId));
     return row;
   }
 
@@ -78,7 +80,8 @@ export function createGrantStore(deps: { db: Database; bus: Pick<Bus, 'publishCh
     }
     if (row.token.expiresAt.getTime() <= at) throw new InvalidGrantError(`The ${what} expired.`);
     if (row.keyRevokedAt) throw new InvalidGrantError('The member key this grant was given with was revoked.');
-    await tx.update(tokens).set({ usedAt: new Date(at) }).where(eq(tokens.id, row.token.id));
+    // Spent: kept to catch a replay, but no longer a key to the vault (a leaked old code or refresh token plus a dump opens nothing).
+    await tx.update(tokens).set({ usedAt: new Date(at), wrappedVaultKey: null }).where(eq(tokens.id, row.token.id));
     return { replayed: false as const, ...row };
   }
 

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
+import { schema, unwrapPrivateKey } from '@portcullis/core';
 import { createApiHarness, HARNESS_ORIGIN, type ApiHarness } from '../testing/index.ts';
 
 /** Over real HTTP: the SDK's Express handlers write to the raw response, which `inject()` does not capture. */
@@ -8,7 +10,10 @@ async function send(base: string, o: { method?: string; url: string; headers?: R
   return { statusCode: res.status, headers: Object.fromEntries(res.headers), body, json: () => JSON.parse(body) };
 }
 
+// RFC 7636 appendix B.
+const VERIFIER = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';
 const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
+const form = (body: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams(body).toString() });
 
 describe('the authorization server against the security BCP (RFC 9700), real Postgres', () => {
   let h: ApiHarness;
@@ -89,5 +94,41 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     const tooLarge = await send(base, { url: authorizeUrl({ client_id, redirect_uri: redirect, response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256', state: '\u0001'.repeat(1000) }) });
     expect(tooLarge.statusCode).toBe(400);
     expect(tooLarge.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('a used code or a rotated refresh token is no wrapping key any more: with a database dump it opens no vault', async () => {
+    const cookie = await h.signIn('vault-owner@example.com');
+    const agentId = (await h.request({ method: 'POST', url: '/api/agents', payload: { name: 'Vault agent' }, cookie })).json().id as string;
+    const memberId = (await h.request({ method: 'GET', url: `/api/agents/${agentId}`, cookie })).json().membership.id as string;
+    const memberKey = (await h.request({ method: 'PUT', url: `/api/agents/${agentId}/members/${memberId}/key`, payload: {}, cookie })).json().key as string;
+    const [member] = await h.db.select().from(schema.members).where(eq(schema.members.id, memberId));
+    expect(member!.vaultWrappedPrivateKey).toBeTruthy();
+
+    const { client_id } = await register({ client_name: 'Vault client', redirect_uris: ['http://127.0.0.1:9/cb'] });
+    const sent = await send(base, { url: authorizeUrl({ client_id, redirect_uri: 'http://127.0.0.1:9/cb', response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256' }) });
+    const request = new URL(sent.headers.location!).searchParams.get('request')!;
+    const consent = await h.request({ method: 'POST', url: '/api/oauth/consent', payload: { request, agentId, memberKey }, cookie });
+    expect(consent.statusCode, consent.body).toBe(200);
+    const code = new URL(consent.json().redirectTo).searchParams.get('code')!;
+    const exchanged = await send(base, { url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id, code, code_verifier: VERIFIER }) });
+    expect(exchanged.statusCode, exchanged.body).toBe(200);
+    const first = exchanged.json() as { refresh_token: string };
+    const rotated = await send(base, { url: '/oauth/token', ...form({ grant_type: 'refresh_token', client_id, refresh_token: first.refresh_token }) });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+
+    // What leaks later (a code in browser history, an old refresh token in a client's logs) is no credential any more; with a dump it must open nothing either.
+    const wrapped = (await h.db.select({ wrapped: schema.mcpOAuthTokens.wrappedVaultKey }).from(schema.mcpOAuthTokens)).map((r) => r.wrapped).filter((w): w is string => w !== null);
+    expect(wrapped.length).toBeGreaterThan(0);
+    for (const spent of [code, first.refresh_token]) {
+      for (const w of wrapped) expect(() => unwrapPrivateKey(memberId, w, spent)).toThrow();
+    }
+    // The live tokens still open it (the member's connections work with them) until the grant is revoked.
+    const live = rotated.json() as { access_token: string; refresh_token: string };
+    expect(wrapped.filter((w) => { try { unwrapPrivateKey(memberId, w, live.refresh_token); return true; } catch { return false; } })).toHaveLength(1);
+    expect((await send(base, { url: '/oauth/revoke', ...form({ client_id, token: live.refresh_token }) })).statusCode).toBe(200);
+    const afterRevoke = (await h.db.select({ wrapped: schema.mcpOAuthTokens.wrappedVaultKey }).from(schema.mcpOAuthTokens)).map((r) => r.wrapped).filter((w): w is string => w !== null);
+    for (const revoked of [live.refresh_token, live.access_token]) {
+      for (const w of afterRevoke) expect(() => unwrapPrivateKey(memberId, w, revoked)).toThrow();
+    }
   });
 });
