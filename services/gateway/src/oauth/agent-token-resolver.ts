@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull } from 'drizzle-orm';
+import { and, eq, gt, isNotNull, isNull, lt } from 'drizzle-orm';
 import { digestKey, schema, unwrapPrivateKey, type Bus, type Database } from '@portcullis/core';
 import type { MemberContext } from '../modules/identity/member-context.ts';
 import { callerColumns, callerContextOf } from '../modules/identity/caller-context.ts';
@@ -22,7 +22,7 @@ interface CacheEntry { context: MemberContext; expiresAt: number }
  * is only the safety net, and a token's own expiry always applies. `lastUsedAt` of the grant
  * is written behind, in batches.
  */
-export function createAgentTokenResolver(deps: { db: Database; bus: Bus; ttlMs?: number; lastUsedFlushMs?: number; now?: () => number }): AgentTokenResolver {
+export function createAgentTokenResolver(deps: { db: Database; bus: Bus; ttlMs?: number; lastUsedFlushMs?: number; expirySweepMs?: number; now?: () => number }): AgentTokenResolver {
   const ttlMs = deps.ttlMs ?? 30_000;
   const now = deps.now ?? Date.now;
   const cache = new Map<string, CacheEntry>();
@@ -72,6 +72,18 @@ export function createAgentTokenResolver(deps: { db: Database; bus: Bus; ttlMs?:
   const timer = setInterval(() => { void flushLastUsed(); }, deps.lastUsedFlushMs ?? 10_000);
   timer.unref();
 
+  /**
+   * Housekeeping (decision 052): an expired code or token is no credential, so its wrapped copy
+   * of the member's vault key goes — a code never exchanged sits in browser history, and a dump
+   * plus that value must open nothing. The rows themselves go at the grant's next issue.
+   */
+  async function forgetExpired() {
+    await deps.db.update(tokens).set({ wrappedVaultKey: null })
+      .where(and(lt(tokens.expiresAt, new Date(now())), isNotNull(tokens.wrappedVaultKey))).catch(() => undefined);
+  }
+  const sweep = setInterval(() => { void forgetExpired(); }, deps.expirySweepMs ?? 60_000);
+  sweep.unref();
+
   return {
     async resolve(presented) {
       if (!looksLikeAgentToken('access', presented)) return undefined;
@@ -89,6 +101,7 @@ export function createAgentTokenResolver(deps: { db: Database; bus: Bus; ttlMs?:
     },
     async close() {
       clearInterval(timer);
+      clearInterval(sweep);
       unsubscribe();
       await flushLastUsed();
     },

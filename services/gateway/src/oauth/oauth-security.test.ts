@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { schema, unwrapPrivateKey } from '@portcullis/core';
 import { createApiHarness, HARNESS_ORIGIN, type ApiHarness } from '../testing/index.ts';
+import { createAgentTokenResolver } from './agent-token-resolver.ts';
 
 /** Over real HTTP: the SDK's Express handlers write to the raw response, which `inject()` does not capture. */
 async function send(base: string, o: { method?: string; url: string; headers?: Record<string, string>; payload?: string }) {
@@ -96,20 +97,35 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     expect(tooLarge.json()).toMatchObject({ error: 'invalid_request' });
   });
 
-  it('a used code or a rotated refresh token is no wrapping key any more: with a database dump it opens no vault', async () => {
-    const cookie = await h.signIn('vault-owner@example.com');
+  /** A signed-in owner with an agent and a member key (so a vault), as the dashboard makes them. */
+  async function memberWithVault(email: string) {
+    const cookie = await h.signIn(email);
     const agentId = (await h.request({ method: 'POST', url: '/api/agents', payload: { name: 'Vault agent' }, cookie })).json().id as string;
     const memberId = (await h.request({ method: 'GET', url: `/api/agents/${agentId}`, cookie })).json().membership.id as string;
     const memberKey = (await h.request({ method: 'PUT', url: `/api/agents/${agentId}/members/${memberId}/key`, payload: {}, cookie })).json().key as string;
     const [member] = await h.db.select().from(schema.members).where(eq(schema.members.id, memberId));
     expect(member!.vaultWrappedPrivateKey).toBeTruthy();
+    return { cookie, agentId, memberId, memberKey };
+  }
 
+  /** Registers a loopback client and runs authorize → consent; answers the code the browser is sent back with. */
+  async function consentedCode(m: Awaited<ReturnType<typeof memberWithVault>>) {
     const { client_id } = await register({ client_name: 'Vault client', redirect_uris: ['http://127.0.0.1:9/cb'] });
     const sent = await send(base, { url: authorizeUrl({ client_id, redirect_uri: 'http://127.0.0.1:9/cb', response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256' }) });
     const request = new URL(sent.headers.location!).searchParams.get('request')!;
-    const consent = await h.request({ method: 'POST', url: '/api/oauth/consent', payload: { request, agentId, memberKey }, cookie });
+    const consent = await h.request({ method: 'POST', url: '/api/oauth/consent', payload: { request, agentId: m.agentId, memberKey: m.memberKey }, cookie: m.cookie });
     expect(consent.statusCode, consent.body).toBe(200);
-    const code = new URL(consent.json().redirectTo).searchParams.get('code')!;
+    return { client_id, code: new URL(consent.json().redirectTo).searchParams.get('code')! };
+  }
+
+  const wrappedKeys = async () => (await h.db.select({ wrapped: schema.mcpOAuthTokens.wrappedVaultKey }).from(schema.mcpOAuthTokens))
+    .map((r) => r.wrapped).filter((w): w is string => w !== null);
+  const opens = (memberId: string, wrapped: string[], value: string) => wrapped.filter((w) => { try { unwrapPrivateKey(memberId, w, value); return true; } catch { return false; } }).length;
+
+  it('a used code or a rotated refresh token is no wrapping key any more: with a database dump it opens no vault', async () => {
+    const m = await memberWithVault('vault-owner@example.com');
+    const { memberId } = m;
+    const { client_id, code } = await consentedCode(m);
     const exchanged = await send(base, { url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id, code, code_verifier: VERIFIER }) });
     expect(exchanged.statusCode, exchanged.body).toBe(200);
     const first = exchanged.json() as { refresh_token: string };
@@ -117,18 +133,37 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     expect(rotated.statusCode, rotated.body).toBe(200);
 
     // What leaks later (a code in browser history, an old refresh token in a client's logs) is no credential any more; with a dump it must open nothing either.
-    const wrapped = (await h.db.select({ wrapped: schema.mcpOAuthTokens.wrappedVaultKey }).from(schema.mcpOAuthTokens)).map((r) => r.wrapped).filter((w): w is string => w !== null);
+    const wrapped = await wrappedKeys();
     expect(wrapped.length).toBeGreaterThan(0);
     for (const spent of [code, first.refresh_token]) {
       for (const w of wrapped) expect(() => unwrapPrivateKey(memberId, w, spent)).toThrow();
     }
     // The live tokens still open it (the member's connections work with them) until the grant is revoked.
     const live = rotated.json() as { access_token: string; refresh_token: string };
-    expect(wrapped.filter((w) => { try { unwrapPrivateKey(memberId, w, live.refresh_token); return true; } catch { return false; } })).toHaveLength(1);
+    expect(opens(memberId, wrapped, live.refresh_token)).toBe(1);
     expect((await send(base, { url: '/oauth/revoke', ...form({ client_id, token: live.refresh_token }) })).statusCode).toBe(200);
-    const afterRevoke = (await h.db.select({ wrapped: schema.mcpOAuthTokens.wrappedVaultKey }).from(schema.mcpOAuthTokens)).map((r) => r.wrapped).filter((w): w is string => w !== null);
+    const afterRevoke = await wrappedKeys();
     for (const revoked of [live.refresh_token, live.access_token]) {
       for (const w of afterRevoke) expect(() => unwrapPrivateKey(memberId, w, revoked)).toThrow();
     }
+  });
+
+  it('a code never exchanged, once expired, opens no vault with a dump either (the value sits in browser history)', async () => {
+    const m = await memberWithVault('vault-expiry@example.com');
+    const { code } = await consentedCode(m);
+    const live = await consentedCode(m);
+    const issued = await send(base, { url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: live.client_id, code: live.code, code_verifier: VERIFIER }) });
+    const { access_token } = issued.json() as { access_token: string };
+    expect(opens(m.memberId, await wrappedKeys(), code)).toBe(1);
+
+    // Three minutes on (the code lived two), any replica's housekeeping forgets what expired.
+    const resolver = createAgentTokenResolver({ db: h.db, bus: h.bus, expirySweepMs: 20, now: () => Date.now() + 3 * 60_000 });
+    try {
+      for (let i = 0; i < 100 && opens(m.memberId, await wrappedKeys(), code) > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      await resolver.close();
+    }
+    expect(opens(m.memberId, await wrappedKeys(), code)).toBe(0);
+    expect(opens(m.memberId, await wrappedKeys(), access_token)).toBe(1); // a live token keeps opening it
   });
 });
