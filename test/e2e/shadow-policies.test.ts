@@ -100,7 +100,7 @@ describe('shadow policies on real MCP calls', () => {
     expect(preview.body.warnings.join()).toContain('never changes a verdict until it is promoted');
     const simulated = await owner.call('POST', `/api/agents/${agentId}/policies/simulate`, { draft });
     expect(simulated.status, simulated.text).toBe(200);
-    expect(simulated.body).toMatchObject({ mode: 'shadow', allowToDeny: 1, denyToAllow: 0 });
+    expect(simulated.body).toMatchObject({ mode: 'shadow', allowToDeny: 1, denyToAllow: 0, enforcedChanges: 0 });
     expect(simulated.body.samples[0]).toMatchObject({ tool: 'search_repositories', before: 'ALLOW', after: 'DENY' });
 
     // Promotion: one new version, enforced; the next call is denied by the policy and audited normally.

@@ -98,7 +98,8 @@ const simulateSchema = z.object({
   skipped: z.number().optional(),
   from: z.string().optional(),
   to: z.string().optional(),
-  mode: policyModeSchema.describe('The draft\'s mode: `shadow` = the counts are what it would change once promoted; saved in shadow it changes no verdict'),
+  mode: policyModeSchema.describe('The draft\'s mode: `shadow` = the counts are what it would change once promoted'),
+  enforcedChanges: z.number().describe('Calls whose enforced verdict saving the draft as it is changes: 0 for a shadow draft, unless it replaces an enforced policy (which then stops deciding)'),
 });
 
 /** Query of GET …/policies/:policyId/shadow: how many changed calls to list (default 10). */

@@ -21,6 +21,8 @@ export interface SimulateResponse {
   to?: string;
   /** The draft's mode (decision 061); empty from a PDP that predates shadow policies. */
   draftMode?: string;
+  /** Calls whose enforced verdict saving the draft changes; absent from a PDP that predates shadow policies. */
+  enforcedChanges?: number;
 }
 
 export interface PolicyClient {

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
 import { openDatabase, PATTERN_TEXT_MAX, schema, type AuditEntryMsg, type DatabaseHandle } from '@portcullis/core';
 import { createTestDatabase, type TestDatabase } from '@portcullis/core/testing';
 import { createAuditEntrySource, type RecentEntriesQuery } from '../clients/audit-entries.ts';
@@ -198,13 +199,33 @@ describe('simulate against Postgres', () => {
     const result = await run({ limit: 3 });
     expect(asked).toEqual({ agentId, from: new Date(NOW - 7 * 86_400_000), to: new Date(NOW), limit: 3 });
     expect(result).toEqual({
-      evaluated: 2, unchanged: 1, allowToDeny: 1, denyToAllow: 0, skipped: 1, draftMode: 'enforce',
+      evaluated: 2, unchanged: 1, allowToDeny: 1, denyToAllow: 0, skipped: 1, draftMode: 'enforce', enforcedChanges: 1,
       samples: [{
         entryId: 'e-0', before: 'ALLOW', after: 'DENY', reason: 'Denied by policy "D"',
         timestamp: new Date(NOW - 60_000).toISOString(), memberId, memberName: 'm', service: 'github', tool: 'get_me',
       }],
       from: new Date(NOW - 7 * 86_400_000).toISOString(), to: new Date(NOW).toISOString(),
     });
+  });
+
+  it('replays a shadow draft for what it would do once promoted; saved in shadow it changes nothing, unless it moves an enforced policy into shadow (decision 061)', async () => {
+    past = [];
+    past.push(entry({ tool: 'get_me' }), entry({ tool: 'get_me' }));
+    const shadowDraft = JSON.stringify({ name: 'D', service: 'github', effect: 'forbid', tools: ['get_me'], principal: { type: 'all_members' }, mode: 'shadow' });
+    expect(await run({ draftJson: shadowDraft })).toMatchObject({ evaluated: 2, allowToDeny: 2, draftMode: 'shadow', enforcedChanges: 0 });
+
+    // An enforced forbid on get_me, then the same policy moved into shadow: saving frees both calls now.
+    const [policy] = await database.db.insert(schema.policies).values({
+      agentId, policyKey: 'enforced-get-me', name: 'E', service: 'github', effect: 'forbid', tools: ['get_me'], principal: { type: 'all_members' },
+    }).returning();
+    try {
+      past = [];
+      past.push(entry({ decision: 'DENY', reason: 'Denied by policy "E"' }), entry({ decision: 'DENY', reason: 'Denied by policy "E"' }));
+      const moved = await run({ draftJson: shadowDraft, replacePolicyId: policy!.id });
+      expect(moved).toMatchObject({ evaluated: 2, unchanged: 2, allowToDeny: 0, denyToAllow: 0, draftMode: 'shadow', enforcedChanges: 2 });
+    } finally {
+      await database.db.delete(schema.policies).where(eq(schema.policies.id, policy!.id));
+    }
   });
 
   it('replays a draft with a catastrophic pattern over long arguments, deciding each as serving would (decision 020)', async () => {

@@ -67,8 +67,14 @@ export interface SimulationResult {
   /** The window read, ISO 8601. */
   from: string;
   to: string;
-  /** The draft's mode: `shadow` = the counts are what it would change once promoted; until then it changes no verdict. */
+  /** The draft's mode: `shadow` = the counts are what it would change once promoted. */
   draftMode: 'enforce' | 'shadow';
+  /**
+   * Calls whose enforced verdict saving the draft as it is changes: `allowToDeny + denyToAllow`
+   * for an enforced draft; for a shadow draft 0, unless it replaces an enforced policy (which
+   * then stops deciding) — replayed a second time with the draft in shadow (decision 061).
+   */
+  enforcedChanges: number;
 }
 
 export interface SimulationDeps {
@@ -125,13 +131,29 @@ export async function simulate(deps: SimulationDeps, input: SimulateInput): Prom
 
   const before = prepareScenario(snapshot, current, 'before');
   let after: ReplayScenario | undefined;
+  let saved: ReplayScenario | undefined;
   try {
     after = prepareScenario(snapshot, withDraft, 'after');
     const counts = await replay(calls, before, after);
-    return { ...counts, skipped: entries.length - counts.evaluated, from: plan.from.toISOString(), to: plan.to.toISOString(), draftMode: draft.mode };
+    let enforcedChanges = counts.allowToDeny + counts.denyToAllow;
+    if (draft.mode === 'shadow') {
+      // What saving it in shadow changes now: nothing, unless the policy it replaces was enforced.
+      const replacedEnforced = replaced !== undefined && current.some((p) => p.id === replaced.id && p.mode !== 'shadow');
+      if (replacedEnforced) {
+        saved = prepareScenario(snapshot, recordsWithDraft(current, { ...draft.record, mode: 'shadow' }, replaced), 'saved');
+        const now = await replay(calls, before, saved);
+        enforcedChanges = now.allowToDeny + now.denyToAllow;
+      } else {
+        enforcedChanges = 0;
+      }
+    }
+    return {
+      ...counts, skipped: entries.length - counts.evaluated, from: plan.from.toISOString(), to: plan.to.toISOString(), draftMode: draft.mode, enforcedChanges,
+    };
   } finally {
     before.release();
     after?.release();
+    saved?.release();
   }
 }
 
@@ -224,7 +246,7 @@ export function recordsWithDraft(current: readonly StoredPolicyRecord[], draft: 
  * Judges every call twice, oldest first (so each scenario sees a session's calls in the
  * order they happened), and counts the changes. Samples are the newest changed entries.
  */
-export async function replay(calls: readonly ReplayInput[], before: ReplayScenario, after: ReplayScenario): Promise<Omit<SimulationResult, 'skipped' | 'from' | 'to' | 'draftMode'>> {
+export async function replay(calls: readonly ReplayInput[], before: ReplayScenario, after: ReplayScenario): Promise<Omit<SimulationResult, 'skipped' | 'from' | 'to' | 'draftMode' | 'enforcedChanges'>> {
   const ordered = [...calls].sort((a, b) => a.call.nowMs - b.call.nowMs || (a.entryId < b.entryId ? -1 : a.entryId > b.entryId ? 1 : 0));
   let unchanged = 0, allowToDeny = 0, denyToAllow = 0;
   const changed: SimulationSample[] = [];

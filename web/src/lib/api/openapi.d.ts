@@ -2268,10 +2268,12 @@ export interface paths {
                             from?: string;
                             to?: string;
                             /**
-                             * @description The draft's mode: `shadow` = the counts are what it would change once promoted; saved in shadow it changes no verdict
+                             * @description The draft's mode: `shadow` = the counts are what it would change once promoted
                              * @enum {string}
                              */
                             mode: "enforce" | "shadow";
+                            /** @description Calls whose enforced verdict saving the draft as it is changes: 0 for a shadow draft, unless it replaces an enforced policy (which then stops deciding) */
+                            enforcedChanges: number;
                         };
                     };
                 };

@@ -87,10 +87,12 @@ function toView(row: PolicyRow, version: number | null, triggers: Triggers): Pol
  * bump in one transaction, then announced as `policy.changed`.
  */
 /** POST …/policies/simulate's answer: the PDP's, each sample with its entry's time, member and tool (decision 039). */
-export interface SimulationView extends Omit<SimulateResponse, 'samples' | 'draftMode'> {
+export interface SimulationView extends Omit<SimulateResponse, 'samples' | 'draftMode' | 'enforcedChanges'> {
   samples: Array<{ entryId: string; before: string; after: string; reason: string; timestamp: string; memberId: string; memberName: string; service: string; tool: string }>;
   /** The draft's mode: `shadow` = the counts are what it would change once promoted; saved in shadow it changes no verdict (decision 061). */
   mode: 'enforce' | 'shadow';
+  /** Calls whose enforced verdict saving the draft as it is changes (0 for a shadow draft unless it replaces an enforced policy). */
+  enforcedChanges: number;
 }
 
 export function createPolicyService(deps: PolicyServiceDeps) {
@@ -390,6 +392,7 @@ export function createPolicyService(deps: PolicyServiceDeps) {
           ...(result.from ? { from: result.from } : {}),
           ...(result.to ? { to: result.to } : {}),
           mode: result.draftMode === 'shadow' ? 'shadow' : 'enforce',
+          enforcedChanges: result.enforcedChanges !== undefined ? Number(result.enforcedChanges) : Number(result.allowToDeny) + Number(result.denyToAllow),
         };
       } catch (err) {
         throw apiErrorOfPdp(err);
