@@ -36,6 +36,9 @@ export function otlpAttributesOf(e: SinkEntry): Attributes {
     'portcullis.policy.version_ids': e.policyVersionIds,
     'portcullis.duration_ms': e.durationMs,
     'portcullis.principal': e.principal,
+    ...(e.oauthClientId ? { 'portcullis.oauth.client_id': e.oauthClientId } : {}),
+    // What shadow policies would have decided (decision 061), when the agent has any.
+    ...(e.shadowDecision ? { 'portcullis.shadow.decision': e.shadowDecision, 'portcullis.shadow.policy_ids': e.shadowPolicyIds ?? [] } : {}),
   };
 }
 

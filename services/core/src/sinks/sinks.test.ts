@@ -62,6 +62,16 @@ describe('OTLP logs body (decision 057)', () => {
     expect(attrs['portcullis.tool_args']).toEqual({ stringValue: '{"q":"x"}' });
     expect(attrs['portcullis.policy.names']).toEqual({ arrayValue: { values: [{ stringValue: 'no' }] } });
     expect(attrs['portcullis.duration_ms']).toEqual({ intValue: 3 });
+    expect(attrs).not.toHaveProperty('portcullis.shadow.decision');
+  });
+
+  it('carries the OAuth client and what shadow policies would have decided, when the entry has them', () => {
+    const body = JSON.parse(Buffer.from(otlpLogsBody([{ ...entry, oauthClientId: 'client-9', shadowDecision: 'DENY', shadowPolicyIds: ['night-freeze'] }])).toString('utf8'));
+    const record = body.resourceLogs[0].scopeLogs[0].logRecords[0];
+    const attrs = Object.fromEntries(record.attributes.map((a: { key: string; value: unknown }) => [a.key, a.value]));
+    expect(attrs['portcullis.oauth.client_id']).toEqual({ stringValue: 'client-9' });
+    expect(attrs['portcullis.shadow.decision']).toEqual({ stringValue: 'DENY' });
+    expect(attrs['portcullis.shadow.policy_ids']).toEqual({ arrayValue: { values: [{ stringValue: 'night-freeze' }] } });
   });
 });
 
