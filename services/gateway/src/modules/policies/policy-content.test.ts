@@ -45,9 +45,13 @@ describe('contentOf', () => {
     const githubTools = ['issue_write', 'delete_repository'];
     expect(content).toEqual({
       policyKey: 'k', name: 'n', service: 'github', effect: 'forbid', tools: expect.arrayContaining(githubTools), tiers: ['read', 'destructive'],
-      principal: { type: 'members', ids: ['a', 'b'] }, conditions: {}, denyMessage: null, enabled: true,
+      principal: { type: 'members', ids: ['a', 'b'] }, conditions: {}, denyMessage: null, enabled: true, mode: 'enforce',
     });
     expect(content.tools).toHaveLength(2);
+    // Without a mode the default given applies (a new policy enforces; an update keeps the current mode).
+    const base = { name: 'n', service: 'github', effect: 'forbid', principal: { type: 'all_members' } } as const;
+    expect(contentOf(base, 'k', true, 'shadow').mode).toBe('shadow');
+    expect(contentOf({ ...base, mode: 'enforce' }, 'k', true, 'shadow').mode).toBe('enforce');
     expect(contentOf({ name: 'n', service: 'github', effect: 'permit', principal: { type: 'all_members' }, enabled: false }, 'k', true).enabled).toBe(false);
   });
 });
