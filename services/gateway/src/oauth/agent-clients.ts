@@ -10,6 +10,8 @@ const { mcpOAuthClients } = schema;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const MAX_CLIENT_NAME_LENGTH = 100;
+/** A UTF-16 surrogate not part of a pair (with the `u` flag a pair is one code point, not `Cs`). */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
  * A client's self-chosen name as shown at consent: control, invisible and direction-changing
@@ -36,6 +38,11 @@ export function createAgentClients(db: Database): OAuthRegisteredClientsStore {
     },
 
     async registerClient(client) {
+      // Half a surrogate pair is no text Postgres stores: refused as the client's mistake, not a 500.
+      const texts = [...client.redirect_uris, client.client_uri, client.software_id, client.software_version];
+      if (texts.some((text) => typeof text === 'string' && LONE_SURROGATE.test(text))) {
+        throw new InvalidClientMetadataError('Client metadata must be well-formed Unicode text.');
+      }
       if (client.redirect_uris.length === 0) throw new CustomOAuthError('invalid_redirect_uri', 'Register at least one redirect URI.');
       if (client.redirect_uris.length > MAX_REDIRECT_URIS) throw new CustomOAuthError('invalid_redirect_uri', `Register at most ${MAX_REDIRECT_URIS} redirect URIs.`);
       for (const uri of client.redirect_uris) {

@@ -69,6 +69,22 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     expect((await register({ client_name: 'Lone \ud800 half', redirect_uris: ['http://127.0.0.1:9/cb'] })).client_name).toBe('Lone half');
   });
 
+  it('registration refuses half a surrogate pair in any stored field as invalid metadata (400), never a 500', async () => {
+    for (const metadata of [
+      { client_name: 'x', redirect_uris: ['http://127.0.0.1:9/cb'], software_id: 'id-\ud800' },
+      { client_name: 'x', redirect_uris: ['http://127.0.0.1:9/cb'], software_version: '\udc00' },
+      { client_name: 'x', redirect_uris: ['http://127.0.0.1:9/cb\ud800'] },
+      { client_name: 'x', redirect_uris: ['http://127.0.0.1:9/cb'], client_uri: 'https://app.example.com/\udfff' },
+    ]) {
+      const res = await send(base, { method: 'POST', url: '/oauth/register', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(metadata) });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid_client_metadata' });
+    }
+    // A whole pair is text like any other.
+    const res = await send(base, { method: 'POST', url: '/oauth/register', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ client_name: 'x', redirect_uris: ['http://127.0.0.1:9/cb'], software_id: 'id-\u{1f600}' }) });
+    expect(res.statusCode, res.body).toBe(201);
+  });
+
   it('a wrong HTTP method on an OAuth endpoint is answered in the OAuth error format (405), not the dashboard API\'s', async () => {
     for (const [method, url] of [['GET', '/oauth/token'], ['GET', '/oauth/register'], ['PUT', '/oauth/revoke'], ['DELETE', '/oauth/authorize']] as const) {
       const res = await send(base, { method, url });
