@@ -320,8 +320,9 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
 
     await page.getByRole('button', { name: /^Name/ }).click();
     await page.waitForURL(/sortBy=name&sortDir=asc/);
-    await expect(page.locator('tbody tr td:first-child a').allTextContents()).resolves.toEqual(['Alpha tools', 'Beta tools', 'Support bot EU']);
-    await expect(page.getByRole('columnheader', { name: /Name/ }).getAttribute('aria-sort')).resolves.toBe('ascending');
+    // The URL changes before the rows re-render: poll, as the other list assertions here do.
+    await expect.poll(() => page.locator('tbody tr td:first-child a').allTextContents()).toEqual(['Alpha tools', 'Beta tools', 'Support bot EU']);
+    await expect.poll(() => page.getByRole('columnheader', { name: /Name/ }).getAttribute('aria-sort')).toBe('ascending');
 
     await page.getByRole('searchbox', { name: 'Search' }).fill('tools');
     await page.getByRole('searchbox', { name: 'Search' }).press('Enter');
