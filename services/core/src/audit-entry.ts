@@ -1,5 +1,11 @@
 import { z } from 'zod';
 
+/** The events of a call approval, each its own audit entry (decision 063). */
+export const APPROVAL_EVENTS = ['proposed', 'approved', 'denied', 'expired', 'executed', 'returned'] as const;
+export type ApprovalEvent = (typeof APPROVAL_EVENTS)[number];
+/** Approval events that are not tool calls of their own: call counters leave them out. */
+export const APPROVAL_EVENTS_NOT_CALLS: readonly ApprovalEvent[] = ['approved', 'denied', 'expired', 'returned'];
+
 /**
  * One audit entry: exactly the fields of the interface specification's table, plus
  * `policyVersionIds` (the version in force of each matched policy) and `policyDbIds`
@@ -34,11 +40,18 @@ export const auditEntrySchema = z.object({
    * What the verdict would have been with the agent's shadow policies enforced too (decision
    * 061); absent when the agent had no enabled shadow policy. Never the verdict itself.
    */
-  shadowDecision: z.enum(['ALLOW', 'DENY']).optional(),
+  shadowDecision: z.enum(['ALLOW', 'DENY', 'APPROVAL_REQUIRED']).optional(),
   /** Keys of the shadow policies that decided `shadowDecision` (like `matchedPolicyIds`). */
   shadowPolicyIds: z.array(z.string()).optional(),
   /** Their database ids (like `policyDbIds`). */
   shadowPolicyDbIds: z.array(z.string()).optional(),
+  /** The call approval this entry is an event of (decision 063); absent for other entries. */
+  approvalId: z.string().uuid().optional(),
+  /** Which event: the held call, an owner's decision, its expiry, the approved call, its return. */
+  approvalEvent: z.enum(APPROVAL_EVENTS).optional(),
+  /** The owner who approved or denied (`approved` / `denied` events): user id and e-mail. */
+  approverId: z.string().max(64).optional(),
+  approverName: z.string().max(320).optional(),
   /**
    * Write-ahead audit: an allowed call is first recorded as `decision` (durably accepted
    * before anything is forwarded upstream), then again as `complete` under the same id once
@@ -75,7 +88,11 @@ export function auditEntryOf(value: unknown): AuditEntry | undefined {
   if (typeof v.durationMs !== 'number' || !(v.durationMs >= 0)) return undefined;
   if (v.sessionId !== undefined && typeof v.sessionId !== 'string') return undefined;
   if (v.oauthClientId !== undefined && (typeof v.oauthClientId !== 'string' || v.oauthClientId.length > 64)) return undefined;
-  if (v.shadowDecision !== undefined && v.shadowDecision !== 'ALLOW' && v.shadowDecision !== 'DENY') return undefined;
+  if (v.shadowDecision !== undefined && v.shadowDecision !== 'ALLOW' && v.shadowDecision !== 'DENY' && v.shadowDecision !== 'APPROVAL_REQUIRED') return undefined;
+  if (v.approvalId !== undefined && (typeof v.approvalId !== 'string' || !UUID.test(v.approvalId))) return undefined;
+  if (v.approvalEvent !== undefined && !(APPROVAL_EVENTS as readonly unknown[]).includes(v.approvalEvent)) return undefined;
+  if (v.approverId !== undefined && (typeof v.approverId !== 'string' || v.approverId.length > 64)) return undefined;
+  if (v.approverName !== undefined && (typeof v.approverName !== 'string' || v.approverName.length > 320)) return undefined;
   if (v.shadowPolicyIds !== undefined && !isStringList(v.shadowPolicyIds)) return undefined;
   if (v.shadowPolicyDbIds !== undefined && !isStringList(v.shadowPolicyDbIds)) return undefined;
   if (v.stage !== undefined && v.stage !== 'decision' && v.stage !== 'complete') return undefined;
@@ -88,6 +105,10 @@ export function auditEntryOf(value: unknown): AuditEntry | undefined {
   if (v.shadowDecision !== undefined) entry.shadowDecision = v.shadowDecision;
   if (v.shadowPolicyIds !== undefined) entry.shadowPolicyIds = v.shadowPolicyIds;
   if (v.shadowPolicyDbIds !== undefined) entry.shadowPolicyDbIds = v.shadowPolicyDbIds;
+  if (v.approvalId !== undefined) entry.approvalId = v.approvalId;
+  if (v.approvalEvent !== undefined) entry.approvalEvent = v.approvalEvent;
+  if (v.approverId !== undefined) entry.approverId = v.approverId;
+  if (v.approverName !== undefined) entry.approverName = v.approverName;
   if (v.stage !== undefined) entry.stage = v.stage;
   if (v.traceparent !== undefined) entry.traceparent = v.traceparent;
   return entry as AuditEntry;

@@ -3,8 +3,8 @@ export { ApiError, statusOf, type ApiErrorCode } from './errors.ts';
 export { digestKey, displaySuffixOf, generateMemberKey, looksLikeMemberKey } from './keys.ts';
 export { redactToolArgs, REDACTED } from './redact.ts';
 export {
-  auditEntryOf, auditEntrySchema, NO_FORBID_MATCHED, POLICY_FAILED_REASON, POLICY_FAILED_REDACTED, POLICY_NAMED_REASON, reasonWithoutPolicyNames, redactPolicyIdentities, UPSTREAM_ERROR_MARKER,
-  type AuditEntry, type Decision,
+  APPROVAL_EVENTS, APPROVAL_EVENTS_NOT_CALLS, auditEntryOf, auditEntrySchema, NO_FORBID_MATCHED, POLICY_FAILED_REASON, POLICY_FAILED_REDACTED, POLICY_NAMED_REASON, reasonWithoutPolicyNames, redactPolicyIdentities, UPSTREAM_ERROR_MARKER,
+  type ApprovalEvent, type AuditEntry, type Decision,
 } from './audit-entry.ts';
 export { parseAuditBound } from './audit-range.ts';
 export {

@@ -1,4 +1,4 @@
-import { MCP_PROTOCOL_SERVICE, UPSTREAM_ERROR_MARKER, type AuditEntry, type SessionActivityResponse } from '@portcullis/core';
+import { APPROVAL_EVENTS_NOT_CALLS, MCP_PROTOCOL_SERVICE, UPSTREAM_ERROR_MARKER, type AuditEntry, type SessionActivityResponse } from '@portcullis/core';
 import { whereOf, type AuditFilter, type BoundWhere, type ResolvedFilter } from './audit-filter.ts';
 import { connectClickHouse, type ClickHouseConnection, type ClickHouseTarget } from './clickhouse-connection.ts';
 import { AUDIT_COLUMNS, fromClickHouseTime, fromRow, toClickHouseTime, toRow, type AuditRow } from './entry-row.ts';
@@ -196,7 +196,11 @@ const entriesOnce = (columns: string, where: string, withOpen: boolean) => (with
   ? `(SELECT ${columns} FROM ${TABLE} WHERE ${where} UNION ALL SELECT ${columns} FROM (${openRowsSql(`id, ${columns}`, where)} LIMIT 1 BY id))`
   : `(SELECT ${columns} FROM ${TABLE} WHERE ${where})`);
 /** Call counters count tool calls only: refused protocol requests (decision 001) are audited, not calls. */
-const TOOL_CALLS_ONLY = { sql: 'service != {protocolService:String}', params: { protocolService: MCP_PROTOCOL_SERVICE } };
+const TOOL_CALLS_ONLY = {
+  // An owner's approval decision, an approval's expiry and an approved call's return are events, not calls (decision 063).
+  sql: 'service != {protocolService:String} AND approval_event NOT IN {approvalNotCalls:Array(String)}',
+  params: { protocolService: MCP_PROTOCOL_SERVICE, approvalNotCalls: [...APPROVAL_EVENTS_NOT_CALLS] },
+};
 
 /** Connects, applies pending migrations and returns the store. */
 export async function openAuditStore(options: AuditStoreOptions): Promise<AuditStore> {
@@ -483,7 +487,7 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
       const [[counts], samples] = await Promise.all([
         selectRows<{ evaluated: number | string; matched: number | string; allow_to_deny: number | string; deny_to_allow: number | string; last: string }>(
           `SELECT count() AS evaluated, countIf(${mine}) AS matched,
-             countIf(${mine} AND decision = 'ALLOW' AND shadow_decision = 'DENY') AS allow_to_deny,
+             countIf(${mine} AND decision = 'ALLOW' AND shadow_decision IN ('DENY', 'APPROVAL_REQUIRED')) AS allow_to_deny,
              countIf(${mine} AND decision = 'DENY' AND shadow_decision = 'ALLOW') AS deny_to_allow,
              toString(maxIf(timestamp, ${mine})) AS last
            FROM ${TABLE} WHERE ${where}`,

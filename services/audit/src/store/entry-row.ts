@@ -1,4 +1,4 @@
-import type { AuditEntry } from '@portcullis/core';
+import type { ApprovalEvent, AuditEntry } from '@portcullis/core';
 
 /** One `audit_entries` row as it travels in JSONEachRow (snake_case columns). */
 export interface AuditRow {
@@ -37,6 +37,12 @@ export interface AuditRow {
   shadow_decision: string;
   shadow_policy_ids: string[];
   shadow_policy_db_ids: string[];
+  /** The call approval the entry is an event of, and which event; '' otherwise (decision 063). */
+  approval_id: string;
+  approval_event: string;
+  /** The owner who approved or denied; '' otherwise. */
+  approver_id: string;
+  approver_name: string;
 }
 
 /** Every column, in table order; SELECTs name them rather than `*`. */
@@ -44,7 +50,7 @@ export const AUDIT_COLUMNS = [
   'id', 'timestamp', 'agent_id', 'agent_name', 'member_id', 'member_name', 'member_key_id', 'session_id',
   'service', 'tool', 'action', 'resource', 'caller_ip', 'tool_args', 'decision', 'reason',
   'matched_policy_ids', 'matched_policy_names', 'policy_version_ids', 'policy_db_ids', 'duration_ms', 'principal', 'stage_rank', 'oauth_client_id',
-  'shadow_decision', 'shadow_policy_ids', 'shadow_policy_db_ids',
+  'shadow_decision', 'shadow_policy_ids', 'shadow_policy_db_ids', 'approval_id', 'approval_event', 'approver_id', 'approver_name',
 ] as const satisfies ReadonlyArray<keyof AuditRow>;
 
 /**
@@ -99,6 +105,10 @@ export function toRow(entry: AuditEntry): AuditRow {
     shadow_decision: entry.shadowDecision ?? '',
     shadow_policy_ids: entry.shadowPolicyIds ?? [],
     shadow_policy_db_ids: entry.shadowPolicyDbIds ?? [],
+    approval_id: entry.approvalId ?? '',
+    approval_event: entry.approvalEvent ?? '',
+    approver_id: entry.approverId ?? '',
+    approver_name: entry.approverName ?? '',
   };
 }
 
@@ -128,9 +138,11 @@ export function fromRow(row: AuditRow): AuditEntry {
     policyDbIds: row.policy_db_ids,
     durationMs: Number(row.duration_ms),
     principal: row.principal,
-    ...(row.shadow_decision === 'ALLOW' || row.shadow_decision === 'DENY'
+    ...(row.shadow_decision === 'ALLOW' || row.shadow_decision === 'DENY' || row.shadow_decision === 'APPROVAL_REQUIRED'
       ? { shadowDecision: row.shadow_decision, shadowPolicyIds: row.shadow_policy_ids, shadowPolicyDbIds: row.shadow_policy_db_ids }
       : {}),
+    ...(row.approval_id ? { approvalId: row.approval_id, approvalEvent: row.approval_event as ApprovalEvent } : {}),
+    ...(row.approver_id ? { approverId: row.approver_id, approverName: row.approver_name } : {}),
     ...(Number(row.stage_rank) === 0 ? { stage: 'decision' as const } : {}),
   };
 }

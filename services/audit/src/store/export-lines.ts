@@ -110,7 +110,8 @@ const policyArray = (column: string) => `if(redacted, '[]', ${json(column)})`;
  * stored text is not a JSON object, as `fromRow` does) and `stage` present only for a
  * write-ahead `decision` row (`stage_rank` 0) whose completion has not arrived. The shadow
  * fields (decision 061) are present only when the agent had shadow policies; a redacted row
- * keeps `shadowDecision` and empties their identities.
+ * keeps `shadowDecision` and empties their identities. The approval fields (decision 063) are
+ * present only on an approval's events.
  */
 export const NDJSON_LINE = [
   `'{"id":'`, plainJsonString('toString(id)'),
@@ -137,6 +138,8 @@ export const NDJSON_LINE = [
   `',"durationMs":'`, 'toString(duration_ms)',
   `',"principal":'`, json('principal'),
   `if(shadow_decision = '', '', concat(',"shadowDecision":', ${json('shadow_decision')}, ',"shadowPolicyIds":', ${policyArray('shadow_policy_ids')}, ',"shadowPolicyDbIds":', ${policyArray('shadow_policy_db_ids')}))`,
+  `if(approval_id = '', '', concat(',"approvalId":', ${json('approval_id')}, ',"approvalEvent":', ${json('approval_event')}))`,
+  `if(approver_id = '', '', concat(',"approverId":', ${json('approver_id')}, ',"approverName":', ${json('approver_name')}))`,
   `if(stage_rank = 0, ',"stage":"decision"', '')`,
   `'}'`,
 ].join(', ');

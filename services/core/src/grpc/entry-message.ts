@@ -35,5 +35,9 @@ export function toAuditEntryMsg(entry: AuditEntry): AuditEntryMsg {
     shadowDecision: entry.shadowDecision ?? '',
     shadowPolicyIds: entry.shadowPolicyIds ?? [],
     shadowPolicyDbIds: entry.shadowPolicyDbIds ?? [],
+    approvalId: entry.approvalId ?? '',
+    approvalEvent: entry.approvalEvent ?? '',
+    approverId: entry.approverId ?? '',
+    approverName: entry.approverName ?? '',
   };
 }

@@ -14,7 +14,8 @@ export interface AuthorizeRequest {
 }
 
 export interface AuthorizeResponse {
-  decision: 'ALLOW' | 'DENY';
+  /** `APPROVAL_REQUIRED`: an approval policy matched and no forbid did (decision 063); never forwarded as such. */
+  decision: 'ALLOW' | 'DENY' | 'APPROVAL_REQUIRED';
   reason: string;
   matchedPolicyKeys: string[];
   matchedPolicyNames: string[];
@@ -30,6 +31,12 @@ export interface AuthorizeResponse {
   shadowPolicyKeys?: string[];
   /** Their database ids, same order. */
   shadowPolicyIds?: string[];
+  /** With APPROVAL_REQUIRED: the matched approval policies' keys, sorted (decision 063). */
+  approvalPolicyKeys?: string[];
+  /** Their database ids, same order. */
+  approvalPolicyIds?: string[];
+  /** The version in force of each, same order: what an approval is bound to. */
+  approvalPolicyVersionIds?: string[];
 }
 
 /** One call on the `AuthorizeStream` stream; `traceHeaders` carries what unary calls put in metadata. */
@@ -86,6 +93,12 @@ export interface AuditEntryMsg {
   shadowDecision?: string;
   shadowPolicyIds?: string[];
   shadowPolicyDbIds?: string[];
+  /** The call approval the entry is an event of, and which event; '' or absent otherwise (decision 063). */
+  approvalId?: string;
+  approvalEvent?: string;
+  /** The owner who approved or denied; '' or absent otherwise. */
+  approverId?: string;
+  approverName?: string;
 }
 
 /** `redactPolicyAgentIds`: agents whose policy identities the caller may not see (decision 022); absent = none. */

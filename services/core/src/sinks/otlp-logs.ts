@@ -39,6 +39,9 @@ export function otlpAttributesOf(e: SinkEntry): Attributes {
     ...(e.oauthClientId ? { 'portcullis.oauth.client_id': e.oauthClientId } : {}),
     // What shadow policies would have decided (decision 061), when the agent has any.
     ...(e.shadowDecision ? { 'portcullis.shadow.decision': e.shadowDecision, 'portcullis.shadow.policy_ids': e.shadowPolicyIds ?? [] } : {}),
+    // The call approval the entry is an event of (decision 063).
+    ...(e.approvalId ? { 'portcullis.approval.id': e.approvalId, 'portcullis.approval.event': e.approvalEvent ?? '' } : {}),
+    ...(e.approverId ? { 'portcullis.approval.approver_id': e.approverId, 'portcullis.approval.approver_name': e.approverName ?? '' } : {}),
   };
 }
 

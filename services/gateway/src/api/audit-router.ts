@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { parseAuditBound, type AuditEntryMsg, type Decision, type AuditFilterMsg, type Database } from '@portcullis/core';
+import { APPROVAL_EVENTS, parseAuditBound, type ApprovalEvent, type AuditEntryMsg, type Decision, type AuditFilterMsg, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import { exportBody } from '../clients/export-body.ts';
 import { auditScopeOf, type AuditScope } from '../modules/audit/audit-scope.ts';
@@ -136,10 +136,15 @@ export const auditEntrySchema = z.object({
   policyVersionIds: z.array(z.string()).describe('The version in force of each matched policy'),
   durationMs: z.number().describe('Total proxy time, upstream included'),
   principal: z.string().describe('Cedar principal used in evaluation'),
-  shadowDecision: z.enum(['ALLOW', 'DENY']).optional()
+  shadowDecision: z.enum(['ALLOW', 'DENY', 'APPROVAL_REQUIRED']).optional()
     .describe('What the verdict would have been with the agent\'s shadow policies enforced too; absent when the agent had none (decision 061). Never the verdict'),
   shadowPolicyIds: z.array(z.string()).optional()
     .describe('Keys of the shadow policies that decided shadowDecision (empty where the caller may not see policy identities)'),
+  approvalId: z.string().optional().describe('The call approval this entry is an event of (decision 063); absent for other entries'),
+  approvalEvent: z.enum(APPROVAL_EVENTS).optional()
+    .describe('proposed (the held call) | approved | denied | expired | executed (the approved call, forwarded) | returned (its outcome)'),
+  approverId: z.string().optional().describe('The owner who approved or denied (approved / denied events)'),
+  approverName: z.string().optional().describe('Their e-mail'),
 });
 
 /** GET /api/audit: one page, newest first, and how many entries match in all. */
@@ -176,7 +181,13 @@ export function toApiEntry(e: AuditEntryMsg): z.output<typeof auditEntrySchema> 
     policyVersionIds: e.policyVersionIds,
     durationMs: e.durationMs,
     principal: e.principal,
-    ...(e.shadowDecision === 'ALLOW' || e.shadowDecision === 'DENY' ? { shadowDecision: e.shadowDecision, shadowPolicyIds: e.shadowPolicyIds ?? [] } : {}),
+    ...(e.shadowDecision === 'ALLOW' || e.shadowDecision === 'DENY' || e.shadowDecision === 'APPROVAL_REQUIRED'
+      ? { shadowDecision: e.shadowDecision, shadowPolicyIds: e.shadowPolicyIds ?? [] }
+      : {}),
+    ...(e.approvalId && (APPROVAL_EVENTS as readonly string[]).includes(e.approvalEvent ?? '')
+      ? { approvalId: e.approvalId, approvalEvent: e.approvalEvent as ApprovalEvent }
+      : {}),
+    ...(e.approverId ? { approverId: e.approverId, approverName: e.approverName ?? '' } : {}),
   };
 }
 

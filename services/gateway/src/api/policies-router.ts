@@ -87,9 +87,11 @@ const simulateSchema = z.object({
   unchanged: z.number(),
   allowToDeny: z.number(),
   denyToAllow: z.number(),
+  toApproval: z.number().describe('Calls that would become approval-required: held for an owner\'s approval (decision 063)'),
+  fromApproval: z.number().describe('Calls that were approval-required and would not be any more'),
   samples: z.array(z.object({
     entryId: z.string().describe('The audit entry replayed (GET /api/audit lists it)'),
-    before: z.string(), after: z.string(), reason: z.string(),
+    before: z.string().describe('ALLOW | DENY | APPROVAL_REQUIRED'), after: z.string().describe('ALLOW | DENY | APPROVAL_REQUIRED'), reason: z.string(),
     timestamp: z.string().describe('The entry\'s time, ISO 8601'),
     memberId: z.string(),
     memberName: z.string().describe('The member\'s e-mail or display name, as the entry recorded it'),

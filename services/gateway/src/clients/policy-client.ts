@@ -23,6 +23,9 @@ export interface SimulateResponse {
   draftMode?: string;
   /** Calls whose enforced verdict saving the draft changes; absent from a PDP that predates shadow policies. */
   enforcedChanges?: number;
+  /** Calls that would become approval-required, and that would stop being so (decision 063); absent from older PDPs. */
+  toApproval?: number;
+  fromApproval?: number;
 }
 
 export interface PolicyClient {

@@ -79,7 +79,7 @@ describe('compilePolicy', () => {
     expect(result.cedar).toBe('');
     expect(result.errors).toEqual([
       'policyKey must not be empty',
-      'effect must be "forbid" or "permit", not "allow"',
+      'effect must be "forbid", "permit" or "require_approval", not "allow"',
       'unknown service "nope"',
       'principal must be {"type":"all_members"} or {"type":"members","ids":[…]}',
     ]);

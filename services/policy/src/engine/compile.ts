@@ -55,6 +55,9 @@ export interface PolicyCompilation {
   warnings: string[];
 }
 
+/** The annotation that marks an approval policy's Cedar permit (decision 063). */
+export const APPROVAL_ANNOTATION = '@approval("required")';
+
 /** Keys starting with this are the platform's own policies; records may not use them. */
 export const RESERVED_KEY_PREFIX = 'portcullis.';
 /** The base permit: with it, "no forbid policy matched" means ALLOW. */
@@ -127,7 +130,9 @@ export function compilePolicyParts(record: PolicyRecordInput, mode: CompileMode)
 
   if (policyKey.trim().length === 0) errors.push('policyKey must not be empty');
   else if (policyKey.startsWith(RESERVED_KEY_PREFIX)) errors.push(`policyKey must not start with "${RESERVED_KEY_PREFIX}" (reserved for built-in policies)`);
-  if (record.effect !== 'forbid' && record.effect !== 'permit') errors.push(`effect must be "forbid" or "permit", not ${JSON.stringify(record.effect)}`);
+  if (record.effect !== 'forbid' && record.effect !== 'permit' && record.effect !== 'require_approval') {
+    errors.push(`effect must be "forbid", "permit" or "require_approval", not ${JSON.stringify(record.effect)}`);
+  }
 
   const tools = selectTools(record, errors, mismatch);
   const principal = compilePrincipal(record.principal, errors, mismatch);
@@ -160,7 +165,10 @@ export function renderPolicy(parts: CompiledPolicyParts, onlyTool?: string): str
     ? `action == ${entityUidText(parts.actionType, tools[0]!)}`
     : tools.length === 0 ? 'action in []' : `action in [\n${tools.map((t) => `    ${entityUidText(parts.actionType, t)}`).join(',\n')}\n  ]`;
   const clauses = parts.clauses.map((c) => `\n${c}`).join('');
-  return `@id(${cedarLiteral(parts.policyKey)})\n${parts.effect} (\n  ${parts.principalScope},\n  ${actionScope},\n  ${parts.resourceScope}\n)${clauses};`;
+  // An approval policy is a Cedar permit the decision point reads as "allowed once approved":
+  // a forbid still wins, and on a default-deny agent it is what lets the call through (decision 063).
+  const effect = parts.effect === 'require_approval' ? `${APPROVAL_ANNOTATION}\npermit` : parts.effect;
+  return `@id(${cedarLiteral(parts.policyKey)})\n${effect} (\n  ${parts.principalScope},\n  ${actionScope},\n  ${parts.resourceScope}\n)${clauses};`;
 }
 
 /**

@@ -119,7 +119,7 @@ function evaluateEnforced(set: PreparedPolicySet, input: AuthorizeInput, options
     }
   }
   // Copies: a remembered outcome is shared by later verdicts.
-  return {
+  const verdict: Verdict = {
     decision: outcome.decision,
     reason: outcome.reason,
     matchedPolicyKeys: outcome.matchedPolicyKeys.slice(),
@@ -128,6 +128,12 @@ function evaluateEnforced(set: PreparedPolicySet, input: AuthorizeInput, options
     policyVersionIds: outcome.policyVersionIds.slice(),
     ...names,
   };
+  if (outcome.approvalPolicyKeys !== undefined) {
+    verdict.approvalPolicyKeys = outcome.approvalPolicyKeys.slice();
+    verdict.approvalPolicyIds = outcome.approvalPolicyIds!.slice();
+    verdict.approvalPolicyVersionIds = outcome.approvalPolicyVersionIds!.slice();
+  }
+  return verdict;
 }
 
 /** A DENY for a call whose agent has no policy set (unknown agent), with the names it would have used. */
@@ -296,12 +302,40 @@ export function outcomeOf(set: PreparedPolicySet, response: cedar.Response, memb
   } else if (decision === 'deny') {
     outcome.decision = 'DENY';
     outcome.reason = denyReason(set, matchedKeys, memberStatus);
+  } else if (approvalOf(set, outcome)) {
+    // Allowed, but an approval policy is among the permits that allowed it: held for an owner (decision 063).
   } else if (set.defaultDecision === 'deny') {
     // No base permit: a permit record let the call through; name the first by key.
     const permit = matchedKeys.map((key) => set.policies.get(key)).find((meta) => meta?.effect === 'permit');
     if (permit) outcome.reason = `Allowed by policy ${JSON.stringify(permit.name || permit.policyKey)}`;
   }
   return outcome;
+}
+
+/** Reason of an APPROVAL_REQUIRED verdict; the gateway answers the agent in its own words. */
+export function approvalReason(policyName: string): string {
+  return `Approval required by policy ${JSON.stringify(policyName)}`;
+}
+
+/**
+ * Turns an allowed `outcome` into APPROVAL_REQUIRED when one of its matched policies is an
+ * approval policy, naming them (sorted by key, as matched); false when none is. Only the
+ * allowed outcomes Cedar decided with a record reach here, so agents without approval
+ * policies pay one effect comparison per matched policy.
+ */
+function approvalOf(set: PreparedPolicySet, outcome: DecisionOutcome): boolean {
+  let keys: string[] | undefined;
+  for (const key of outcome.matchedPolicyKeys) {
+    if (set.policies.get(key)?.effect === 'require_approval') (keys ??= []).push(key);
+  }
+  if (keys === undefined) return false;
+  const metas = keys.map((key) => set.policies.get(key)!);
+  outcome.decision = 'APPROVAL_REQUIRED';
+  outcome.reason = approvalReason(metas[0]!.name || metas[0]!.policyKey);
+  outcome.approvalPolicyKeys = keys;
+  outcome.approvalPolicyIds = metas.map((m) => m.policyId);
+  outcome.approvalPolicyVersionIds = metas.map((m) => m.versionId);
+  return true;
 }
 
 /** The member-status forbid speaks first, then the first matching forbid by key. */

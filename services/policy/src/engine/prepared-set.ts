@@ -20,7 +20,8 @@ export interface AgentPolicySnapshot {
 }
 
 /** What a verdict says apart from the names of the call (principal, action, resource). */
-export type DecisionOutcome = Pick<AuthorizeResponse, 'decision' | 'reason' | 'matchedPolicyKeys' | 'matchedPolicyNames' | 'matchedPolicyIds' | 'policyVersionIds'>;
+export type DecisionOutcome = Pick<AuthorizeResponse, 'decision' | 'reason' | 'matchedPolicyKeys' | 'matchedPolicyNames' | 'matchedPolicyIds' | 'policyVersionIds'>
+  & Pick<AuthorizeResponse, 'approvalPolicyKeys' | 'approvalPolicyIds' | 'approvalPolicyVersionIds'>;
 
 /** A remembered outcome for one member, valid while the member's attributes are these. */
 interface MemberOutcome {
@@ -64,7 +65,8 @@ export interface PreparedRegexRule {
   /**
    * The answer when the pattern may not run (a value longer than `PATTERN_TEXT_MAX`, or the
    * call's pattern budget spent): the one that fails closed, i.e. `true` for a forbid (it
-   * applies) and `false` for a permit (it does not permit). Decision 020.
+   * applies) and `false` for a permit (it does not permit). Decision 020. An approval policy
+   * applies too: the call waits for an owner rather than going through (decision 063).
    */
   readonly whenNotRun: boolean;
 }
@@ -108,7 +110,7 @@ function actionConditions(parts: readonly CompiledPolicyParts[]): ActionConditio
     if (!p.needs) continue;
     for (const zone of p.needs.timeZones) timeZones.add(zone);
     for (const path of p.needs.argPaths) argPaths.add(path);
-    for (const rule of p.needs.regexRules) regexRules.push({ tag: rule.tag, path: rule.path, pattern: rule.compiled, whenNotRun: p.effect === 'forbid' });
+    for (const rule of p.needs.regexRules) regexRules.push({ tag: rule.tag, path: rule.path, pattern: rule.compiled, whenNotRun: p.effect !== 'permit' });
     if (p.needs.sessionLimit !== undefined) limitedKeys.push(p.policyKey);
   }
   return { timeZones: [...timeZones], argPaths: [...argPaths], regexRules, limitedKeys };

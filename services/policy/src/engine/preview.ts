@@ -9,7 +9,8 @@ export const policyDraftSchema = z.strictObject({
   name: z.string().trim().min(1, 'must not be empty'),
   policyKey: z.string().trim().min(1, 'must not be empty').optional(),
   service: z.string().min(1, 'must not be empty'),
-  effect: z.enum(['forbid', 'permit']),
+  /** `require_approval`: a matching call waits for an owner's approval (decision 063). */
+  effect: z.enum(['forbid', 'permit', 'require_approval']),
   tools: z.array(z.string().min(1)).default([]),
   tiers: z.array(z.string().min(1)).default([]),
   principal: z.discriminatedUnion('type', [
@@ -36,6 +37,9 @@ export interface PolicyPreview {
 /** What a preview of a shadow draft says beside its Cedar (decision 061). */
 export const SHADOW_PREVIEW_NOTE = 'shadow mode: this policy is evaluated on live traffic and recorded in the audit (shadowDecision), but it never changes a verdict until it is promoted';
 
+/** What a preview of an approval policy says beside its Cedar (decision 063). */
+export const APPROVAL_PREVIEW_NOTE = 'require_approval: a matching call is not forwarded until an owner of the agent approves it (then once, with the same arguments, within the approval window); a forbid that matches still denies it';
+
 /** Policy key shown in a preview of a draft that has none yet. */
 export const DRAFT_POLICY_KEY = 'draft';
 
@@ -52,6 +56,8 @@ export function compilePreview(draft: unknown): PolicyPreview {
   }
   const { policyKey, mode, ...rest } = parsed.data;
   const compiled = compilePolicy({ ...rest, policyKey: policyKey ?? DRAFT_POLICY_KEY }, { mode: 'authoring' });
-  const warnings = mode === 'shadow' && compiled.errors.length === 0 ? [...compiled.warnings, SHADOW_PREVIEW_NOTE] : compiled.warnings;
+  const warnings = [...compiled.warnings];
+  if (compiled.errors.length === 0 && rest.effect === 'require_approval') warnings.push(APPROVAL_PREVIEW_NOTE);
+  if (compiled.errors.length === 0 && mode === 'shadow') warnings.push(SHADOW_PREVIEW_NOTE);
   return { cedar: compiled.cedar, errors: compiled.errors, warnings };
 }

@@ -51,7 +51,8 @@ export interface ReplayCall {
 
 /** A verdict reduced to what Simulate reports. */
 export interface ReplayVerdict {
-  decision: 'ALLOW' | 'DENY';
+  /** APPROVAL_REQUIRED: held for an owner's approval, not forwarded (decision 063). */
+  decision: 'ALLOW' | 'DENY' | 'APPROVAL_REQUIRED';
   reason: string;
 }
 
@@ -82,7 +83,7 @@ export function prepareScenario(snapshot: AgentPolicySnapshot, records: readonly
         agentId: snapshot.agentId, member: call.member, service: call.service, tool: call.tool, args: call.args, nowMs: call.nowMs,
         ...(call.sessionId ? { sessionId: call.sessionId } : {}),
       }, { sessions });
-      return { decision: verdict.decision === 'ALLOW' ? 'ALLOW' : 'DENY', reason: verdict.reason };
+      return { decision: verdict.decision === 'ALLOW' || verdict.decision === 'APPROVAL_REQUIRED' ? verdict.decision : 'DENY', reason: verdict.reason };
     },
     release: () => set.release(),
   };

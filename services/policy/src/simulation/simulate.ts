@@ -55,12 +55,16 @@ export interface ReplayInput {
   call: ReplayCall;
 }
 
-/** `SimulateResponse`. `evaluated = unchanged + allowToDeny + denyToAllow`. */
+/** `SimulateResponse`. `evaluated = unchanged + allowToDeny + denyToAllow + toApproval + fromApproval`. */
 export interface SimulationResult {
   evaluated: number;
   unchanged: number;
   allowToDeny: number;
   denyToAllow: number;
+  /** Calls that would become approval-required (held for an owner), from ALLOW or DENY (decision 063). */
+  toApproval: number;
+  /** Calls that were approval-required and would not be any more. */
+  fromApproval: number;
   samples: SimulationSample[];
   /** Entries read but not replayed: not a policy decision, or the member is no longer the agent's. */
   skipped: number;
@@ -135,14 +139,14 @@ export async function simulate(deps: SimulationDeps, input: SimulateInput): Prom
   try {
     after = prepareScenario(snapshot, withDraft, 'after');
     const counts = await replay(calls, before, after);
-    let enforcedChanges = counts.allowToDeny + counts.denyToAllow;
+    let enforcedChanges = changesOf(counts);
     if (draft.mode === 'shadow') {
       // What saving it in shadow changes now: nothing, unless the policy it replaces was enforced.
       const replacedEnforced = replaced !== undefined && current.some((p) => p.id === replaced.id && p.mode !== 'shadow');
       if (replacedEnforced) {
         saved = prepareScenario(snapshot, recordsWithDraft(current, { ...draft.record, mode: 'shadow' }, replaced), 'saved');
         const now = await replay(calls, before, saved);
-        enforcedChanges = now.allowToDeny + now.denyToAllow;
+        enforcedChanges = changesOf(now);
       } else {
         enforcedChanges = 0;
       }
@@ -201,8 +205,12 @@ const REFUSED_BEFORE_POLICY: readonly RegExp[] = [
   /^Policy service unavailable:/,
 ];
 
+const NOT_CALLS: ReadonlySet<string> = new Set(['approved', 'denied', 'expired', 'returned']);
+
 /** Whether `entry` records a verdict of the decision point (and so can be replayed). */
-export function isPolicyDecision(entry: Pick<AuditEntryMsg, 'service' | 'tool' | 'reason'>): boolean {
+export function isPolicyDecision(entry: Pick<AuditEntryMsg, 'service' | 'tool' | 'reason' | 'approvalEvent'>): boolean {
+  // An owner's approval decision and an approved call's return are events, not calls (decision 063).
+  if (entry.approvalEvent !== undefined && NOT_CALLS.has(entry.approvalEvent)) return false;
   return entry.service !== '' && entry.tool !== '' && !REFUSED_BEFORE_POLICY.some((re) => re.test(entry.reason));
 }
 
@@ -248,7 +256,7 @@ export function recordsWithDraft(current: readonly StoredPolicyRecord[], draft: 
  */
 export async function replay(calls: readonly ReplayInput[], before: ReplayScenario, after: ReplayScenario): Promise<Omit<SimulationResult, 'skipped' | 'from' | 'to' | 'draftMode' | 'enforcedChanges'>> {
   const ordered = [...calls].sort((a, b) => a.call.nowMs - b.call.nowMs || (a.entryId < b.entryId ? -1 : a.entryId > b.entryId ? 1 : 0));
-  let unchanged = 0, allowToDeny = 0, denyToAllow = 0;
+  let unchanged = 0, allowToDeny = 0, denyToAllow = 0, toApproval = 0, fromApproval = 0;
   const changed: SimulationSample[] = [];
   let sliceStarted = performance.now();
   for (const { entryId, memberName, call } of ordered) {
@@ -262,14 +270,21 @@ export async function replay(calls: readonly ReplayInput[], before: ReplayScenar
       unchanged++;
       continue;
     }
-    if (now.decision === 'DENY') allowToDeny++;
+    if (now.decision === 'APPROVAL_REQUIRED') toApproval++;
+    else if (was.decision === 'APPROVAL_REQUIRED') fromApproval++;
+    else if (now.decision === 'DENY') allowToDeny++;
     else denyToAllow++;
     changed.push({
       entryId, before: was.decision, after: now.decision, reason: now.reason,
       timestamp: new Date(call.nowMs).toISOString(), memberId: call.member.id, memberName: memberName || call.member.email, service: call.service, tool: call.tool,
     });
   }
-  return { evaluated: ordered.length, unchanged, allowToDeny, denyToAllow, samples: changed.slice(-MAX_SAMPLES).reverse() };
+  return { evaluated: ordered.length, unchanged, allowToDeny, denyToAllow, toApproval, fromApproval, samples: changed.slice(-MAX_SAMPLES).reverse() };
+}
+
+/** Every verdict a replay changed, whichever way. */
+function changesOf(counts: Pick<SimulationResult, 'allowToDeny' | 'denyToAllow' | 'toApproval' | 'fromApproval'>): number {
+  return counts.allowToDeny + counts.denyToAllow + counts.toApproval + counts.fromApproval;
 }
 
 function invalid(message: string): PolicyServiceError {

@@ -2,7 +2,8 @@ import { boolean, index, integer, jsonb, pgTable, text, timestamp, unique, uuid 
 import { agents } from './agents.ts';
 import { users } from './users.ts';
 
-export type PolicyEffect = 'forbid' | 'permit';
+/** `require_approval`: a matching call waits for an owner's approval, then goes through once (decision 063). */
+export type PolicyEffect = 'forbid' | 'permit' | 'require_approval';
 /** `shadow`: evaluated on live traffic and audited, never enforced (decision 061). */
 export type PolicyMode = 'enforce' | 'shadow';
 export type PolicyPrincipal = { type: 'all_members' } | { type: 'members'; ids: string[] };

@@ -87,7 +87,10 @@ function toView(row: PolicyRow, version: number | null, triggers: Triggers): Pol
  * bump in one transaction, then announced as `policy.changed`.
  */
 /** POST …/policies/simulate's answer: the PDP's, each sample with its entry's time, member and tool (decision 039). */
-export interface SimulationView extends Omit<SimulateResponse, 'samples' | 'draftMode' | 'enforcedChanges'> {
+export interface SimulationView extends Omit<SimulateResponse, 'samples' | 'draftMode' | 'enforcedChanges' | 'toApproval' | 'fromApproval'> {
+  /** Calls that would become approval-required (held for an owner), and that would stop being so (decision 063). */
+  toApproval: number;
+  fromApproval: number;
   samples: Array<{ entryId: string; before: string; after: string; reason: string; timestamp: string; memberId: string; memberName: string; service: string; tool: string }>;
   /** The draft's mode: `shadow` = the counts are what it would change once promoted; saved in shadow it changes no verdict (decision 061). */
   mode: 'enforce' | 'shadow';
@@ -384,6 +387,8 @@ export function createPolicyService(deps: PolicyServiceDeps) {
           unchanged: Number(result.unchanged),
           allowToDeny: Number(result.allowToDeny),
           denyToAllow: Number(result.denyToAllow),
+          toApproval: Number(result.toApproval ?? 0),
+          fromApproval: Number(result.fromApproval ?? 0),
           samples: (result.samples ?? []).map((s) => ({
             entryId: s.entryId, before: s.before, after: s.after, reason: s.reason,
             timestamp: s.timestamp ?? '', memberId: s.memberId ?? '', memberName: s.memberName ?? '', service: s.service ?? '', tool: s.tool ?? '',

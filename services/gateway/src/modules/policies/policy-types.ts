@@ -16,7 +16,9 @@ export const policyKeySchema = z.string().trim().min(1, 'must not be empty').max
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'letters, digits, ".", "_", ":" and "-", starting with a letter or digit')
   .refine((key) => !key.toLowerCase().startsWith(RESERVED_KEY_PREFIX), `must not start with "${RESERVED_KEY_PREFIX}" (reserved for built-in policies)`);
 
-export const policyEffectSchema = z.enum(['forbid', 'permit']);
+/** `require_approval`: a matching call waits for an owner's approval, then goes through once (decision 063). */
+export const policyEffectSchema = z.enum(['forbid', 'permit', 'require_approval']);
+export type PolicyEffect = z.infer<typeof policyEffectSchema>;
 export const policyTierSchema = z.enum(['read', 'write', 'destructive']);
 /** `shadow`: evaluated on live traffic and audited, never enforced (decision 061). */
 export const policyModeSchema = z.enum(['enforce', 'shadow']);
@@ -58,7 +60,7 @@ export interface PolicyContent {
   policyKey: string;
   name: string;
   service: string;
-  effect: 'forbid' | 'permit';
+  effect: PolicyEffect;
   /** In catalog order, no duplicates. */
   tools: string[];
   /** In tier order (read, write, destructive), no duplicates. */
@@ -141,7 +143,7 @@ export type PolicySortKey = 'name' | 'policyKey' | 'service' | 'effect' | 'enabl
 export interface PolicyListQuery {
   search?: string | undefined;
   service?: string | undefined;
-  effect?: 'forbid' | 'permit' | undefined;
+  effect?: PolicyEffect | undefined;
   enabled?: boolean | undefined;
   sortBy: PolicySortKey;
   sortDir: 'asc' | 'desc';
