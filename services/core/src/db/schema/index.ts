@@ -17,3 +17,4 @@ export { deletedAgentOwners } from './deleted-agent-owners.ts';
 export { rateLimitEvents } from './rate-limit-events.ts';
 export { mcpOAuthClients, mcpOAuthGrants, mcpOAuthTokens, type McpOAuthSecretKind } from './mcp-oauth.ts';
 export { auditSinks, type AuditSinkKind } from './audit-sinks.ts';
+export { callApprovalMail, callApprovals, type CallApprovalStatus } from './call-approvals.ts';
