@@ -19,6 +19,8 @@ export const callApprovals = pgTable('call_approvals', {
   agentId: uuid('agent_id').notNull().references(() => agents.id, { onDelete: 'cascade' }),
   memberId: uuid('member_id').notNull().references(() => members.id, { onDelete: 'cascade' }),
   memberEmail: text('member_email').notNull(),
+  /** The key record the held call came with (audit entries of the request's events name it). */
+  memberKeyId: text('member_key_id').notNull(),
   service: text('service').notNull(),
   tool: text('tool').notNull(),
   toolArgs: jsonb('tool_args').$type<Record<string, unknown>>().notNull(),
@@ -26,6 +28,7 @@ export const callApprovals = pgTable('call_approvals', {
   argsDigest: text('args_digest').notNull(),
   /** The first matched approval policy (by key): what the page shows. */
   policyId: uuid('policy_id').notNull(),
+  policyKey: text('policy_key').notNull(),
   policyName: text('policy_name').notNull(),
   policyVersionId: text('policy_version_id').notNull(),
   /** Every matched approval policy's version id, sorted, joined by `,`: a policy change is another binding. */
