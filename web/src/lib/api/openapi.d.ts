@@ -535,9 +535,20 @@ export interface paths {
                                  * @description What the verdict would have been with the agent's shadow policies enforced too; absent when the agent had none (decision 061). Never the verdict
                                  * @enum {string}
                                  */
-                                shadowDecision?: "ALLOW" | "DENY";
+                                shadowDecision?: "ALLOW" | "DENY" | "APPROVAL_REQUIRED";
                                 /** @description Keys of the shadow policies that decided shadowDecision (empty where the caller may not see policy identities) */
                                 shadowPolicyIds?: string[];
+                                /** @description The call approval this entry is an event of (decision 063); absent for other entries */
+                                approvalId?: string;
+                                /**
+                                 * @description proposed (the held call) | approved | denied | expired | executed (the approved call, forwarded) | returned (its outcome)
+                                 * @enum {string}
+                                 */
+                                approvalEvent?: "proposed" | "approved" | "denied" | "expired" | "executed" | "returned";
+                                /** @description The owner who approved or denied (approved / denied events) */
+                                approverId?: string;
+                                /** @description Their e-mail */
+                                approverName?: string;
                             }[];
                             total: number;
                         };
@@ -1835,7 +1846,7 @@ export interface paths {
                 query?: {
                     search?: string;
                     service?: string;
-                    effect?: "forbid" | "permit";
+                    effect?: "forbid" | "permit" | "require_approval";
                     enabled?: "true" | "false";
                     sortBy?: "name" | "policyKey" | "service" | "effect" | "enabled" | "createdAt" | "updatedAt";
                     sortDir?: "asc" | "desc";
@@ -1863,7 +1874,7 @@ export interface paths {
                                 name: string;
                                 service: string;
                                 /** @enum {string} */
-                                effect: "forbid" | "permit";
+                                effect: "forbid" | "permit" | "require_approval";
                                 /** @description Every tool the policy covers, tiers expanded */
                                 tools: string[];
                                 /** @description The tools the policy names one by one, as written */
@@ -1955,7 +1966,7 @@ export interface paths {
                         policyKey?: string;
                         service: string;
                         /** @enum {string} */
-                        effect: "forbid" | "permit";
+                        effect: "forbid" | "permit" | "require_approval";
                         tools?: string[];
                         tiers?: ("read" | "write" | "destructive")[];
                         principal: {
@@ -2023,7 +2034,7 @@ export interface paths {
                             name: string;
                             service: string;
                             /** @enum {string} */
-                            effect: "forbid" | "permit";
+                            effect: "forbid" | "permit" | "require_approval";
                             /** @description Every tool the policy covers, tiers expanded */
                             tools: string[];
                             /** @description The tools the policy names one by one, as written */
@@ -2176,7 +2187,7 @@ export interface paths {
                             policyKey?: string;
                             service: string;
                             /** @enum {string} */
-                            effect: "forbid" | "permit";
+                            effect: "forbid" | "permit" | "require_approval";
                             tools?: string[];
                             tiers?: ("read" | "write" | "destructive")[];
                             principal: {
@@ -2249,11 +2260,17 @@ export interface paths {
                             unchanged: number;
                             allowToDeny: number;
                             denyToAllow: number;
+                            /** @description Calls that would become approval-required: held for an owner's approval (decision 063) */
+                            toApproval: number;
+                            /** @description Calls that were approval-required and would not be any more */
+                            fromApproval: number;
                             /** @description Up to 20 changed entries, newest first */
                             samples: {
                                 /** @description The audit entry replayed (GET /api/audit lists it) */
                                 entryId: string;
+                                /** @description ALLOW | DENY | APPROVAL_REQUIRED */
                                 before: string;
+                                /** @description ALLOW | DENY | APPROVAL_REQUIRED */
                                 after: string;
                                 reason: string;
                                 /** @description The entry's time, ISO 8601 */
@@ -2311,7 +2328,7 @@ export interface paths {
                         policyKey?: string;
                         service: string;
                         /** @enum {string} */
-                        effect: "forbid" | "permit";
+                        effect: "forbid" | "permit" | "require_approval";
                         tools?: string[];
                         tiers?: ("read" | "write" | "destructive")[];
                         principal: {
@@ -2379,7 +2396,7 @@ export interface paths {
                             name: string;
                             service: string;
                             /** @enum {string} */
-                            effect: "forbid" | "permit";
+                            effect: "forbid" | "permit" | "require_approval";
                             /** @description Every tool the policy covers, tiers expanded */
                             tools: string[];
                             /** @description The tools the policy names one by one, as written */
@@ -2513,7 +2530,7 @@ export interface paths {
                             name: string;
                             service: string;
                             /** @enum {string} */
-                            effect: "forbid" | "permit";
+                            effect: "forbid" | "permit" | "require_approval";
                             /** @description Every tool the policy covers, tiers expanded */
                             tools: string[];
                             /** @description The tools the policy names one by one, as written */
@@ -2625,7 +2642,7 @@ export interface paths {
                             name: string;
                             service: string;
                             /** @enum {string} */
-                            effect: "forbid" | "permit";
+                            effect: "forbid" | "permit" | "require_approval";
                             /** @description Every tool the policy covers, tiers expanded */
                             tools: string[];
                             /** @description The tools the policy names one by one, as written */
@@ -2810,7 +2827,7 @@ export interface paths {
                             name: string;
                             service: string;
                             /** @enum {string} */
-                            effect: "forbid" | "permit";
+                            effect: "forbid" | "permit" | "require_approval";
                             /** @description Every tool the policy covers, tiers expanded */
                             tools: string[];
                             /** @description The tools the policy names one by one, as written */
@@ -2978,7 +2995,7 @@ export interface paths {
                             name: string;
                             service: string;
                             /** @enum {string} */
-                            effect: "forbid" | "permit";
+                            effect: "forbid" | "permit" | "require_approval";
                             /** @description Every tool the policy covers, tiers expanded */
                             tools: string[];
                             /** @description The tools the policy names one by one, as written */

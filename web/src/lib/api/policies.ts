@@ -4,14 +4,14 @@
  * harvested entities). Every call throws `ApiError` on a non-2xx answer.
  */
 import { call, http, query } from './client.ts';
-import type { ConnectorKey, PolicyDraft, SimulateBody } from './types.ts';
+import type { ConnectorKey, PolicyDraft, PolicyEffect, SimulateBody } from './types.ts';
 
 export type PolicySortKey = 'name' | 'policyKey' | 'service' | 'effect' | 'enabled' | 'createdAt' | 'updatedAt';
 
 export interface PolicyListQuery {
   search?: string;
   service?: string;
-  effect?: 'forbid' | 'permit';
+  effect?: PolicyEffect;
   enabled?: 'true' | 'false';
   sortBy?: PolicySortKey;
   sortDir?: 'asc' | 'desc';
