@@ -1,8 +1,11 @@
 import { callApprovalsApi, type CallApproval } from './api/call-approvals.ts';
-import { newestFirst, statusAt } from './components/approvals/approvals.ts';
+import { statusAt } from './components/approvals/approvals.ts';
 
 /** How often the count is reread while something shows it (the nav badge is always shown). */
 const REFRESH_MS = 30_000;
+
+/** The one about to expire first on top (as the API orders them): the most urgent decision. */
+const soonestFirst = (a: CallApproval, b: CallApproval) => Date.parse(a.expiresAt) - Date.parse(b.expiresAt) || (a.id < b.id ? -1 : 1);
 
 /**
  * The calls waiting for an owner's decision across every agent the reader owns
@@ -38,7 +41,7 @@ class PendingCallApprovals {
     try {
       const answer = await callApprovalsApi.pendingAcrossAgents();
       if (mine !== this.#seq) return;
-      this.approvals = [...answer.approvals].sort(newestFirst);
+      this.approvals = [...answer.approvals].sort(soonestFirst);
       this.error = undefined;
       this.now = Date.now();
     } catch (err) {
@@ -51,7 +54,7 @@ class PendingCallApprovals {
   /** A record seen live elsewhere (the approvals page): added while pending, dropped once decided. */
   apply(record: CallApproval): void {
     const others = this.approvals.filter((a) => a.id !== record.id);
-    this.approvals = record.status === 'pending' ? [...others, record].sort(newestFirst) : others;
+    this.approvals = record.status === 'pending' ? [...others, record].sort(soonestFirst) : others;
   }
 
   /** Reads now and every 30 s while the tab is visible, until the returned function is called. */

@@ -65,7 +65,7 @@ export const callApprovalsApi = {
   deny: (agentId: string, approvalId: string, reason: string) =>
     request<CallApproval>('POST', `${base(agentId)}/${encodeURIComponent(approvalId)}/deny`, { reason }),
   /** The pending requests across every agent the caller owns (home card and nav badge). */
-  pendingAcrossAgents: () => request<CallApprovalPage>('GET', '/api/dashboard/call-approvals'),
+  pendingAcrossAgents: () => request<CallApprovalPage>('GET', '/api/dashboard/call-approvals?limit=200'),
 };
 
 /** The live stream of an agent's approval events (SSE, `event: approval`, data: the record). */
