@@ -30,6 +30,8 @@ import { connectionsRoutes } from './api/connections-router.ts';
 import { entitiesRoutes } from './api/entities-router.ts';
 import { webhooksRoutes } from './api/webhooks-router.ts';
 import { sinksRoutes } from './api/sinks-router.ts';
+import { callApprovalsRoutes } from './api/call-approvals-router.ts';
+import type { CallApprovalService } from './modules/call-approvals/call-approval-service.ts';
 import type { Mailer } from './modules/mail/mailer.ts';
 import { statusRoutes, type HealthProbe } from './api/status-router.ts';
 import { homeRoutes } from './api/home-router.ts';
@@ -46,6 +48,8 @@ export interface AppDeps {
   bus: Bus;
   resolver: MemberKeyResolver;
   toolCalls: ToolCallService;
+  /** Call approvals (decision 063): the owners' routes and live stream. */
+  approvals: CallApprovalService;
   /** Tool (MCP) sessions shared by every replica. */
   sessions: SessionRegistry;
   auth: AuthService;
@@ -176,6 +180,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await policiesRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, policy: deps.policy, audit: deps.audit });
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl, limits: abuseRateLimitsOf(deps.config) });
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
+    await callApprovalsRoutes(api, {
+      db: deps.db, auth: deps.auth, approvals: deps.approvals, tickMs: deps.config.AUDIT_STREAM_HEARTBEAT_MS,
+      maxStreamsPerUser: deps.config.AUDIT_STREAM_MAX_PER_USER, queueLimit: deps.config.AUDIT_STREAM_QUEUE_LIMIT,
+    });
     await sinksRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, secret: deps.secret, allowLoopbackHttp: deps.config.NODE_ENV !== 'production' });
     await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, connectFlow: deps.connectFlow });
     await entitiesRoutes(api, { db: deps.db, auth: deps.auth, refresh: deps.entityRefresh });

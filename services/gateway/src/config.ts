@@ -110,6 +110,13 @@ const gatewayShape = {
   AUDIT_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
   AUDIT_STREAM_MAX_PER_USER: z.coerce.number().int().positive().default(5),
   AUDIT_STREAM_QUEUE_LIMIT: z.coerce.number().int().positive().default(1_000),
+  /**
+   * Call approvals (decision 063): how long a pending request stays open, how long an approval
+   * is usable from the moment it is given, and how often each replica marks expired requests.
+   */
+  APPROVAL_PENDING_TTL_SECONDS: z.coerce.number().int().positive().max(30 * 86_400).default(3_600),
+  APPROVAL_GRANT_TTL_SECONDS: z.coerce.number().int().positive().max(30 * 86_400).default(900),
+  APPROVAL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   /** Honour X-Forwarded-For from a load balancer in front. */
   TRUST_PROXY: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, z.string().url().optional()])),

@@ -12,6 +12,7 @@ import { createMemberKeyResolver } from './modules/identity/member-key-resolver.
 import { createSessionRegistry } from './modules/sessions/session-registry.ts';
 import { createMailer } from './modules/mail/mailer.ts';
 import { createToolCallService } from './mcp/tool-call-service.ts';
+import { createCallApprovalService } from './modules/call-approvals/call-approval-service.ts';
 import { createConnectFlow } from './modules/connections/connect-flow.ts';
 import { createOAuthClientRegistry } from './modules/connections/oauth-client-registry.ts';
 import { createOAuthServerDiscovery } from './modules/connections/oauth-server-discovery.ts';
@@ -61,8 +62,21 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
   const publisher = createAuditPublisher({ bus: deps.bus, recordDeadlineMs: config.AUDIT_RECORD_TIMEOUT_MS });
   const resolver = createMemberKeyResolver({ db: deps.db, bus: deps.bus });
   const sessions = createSessionRegistry({ db: deps.db, bus: deps.bus, idleMs: config.TOOL_SESSION_IDLE_MINUTES * 60_000, ...(deps.now ? { now: deps.now } : {}) });
-  const toolCalls = createToolCallService({ policy, upstream, audit: publisher, upstreamUrls: config.upstreamUrls, tokens, ...(deps.now ? { now: deps.now } : {}) });
   const publicUrlGuess = config.PUBLIC_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
+  const mailer = createMailer(config.MAIL_URL!, config.MAIL_FROM, log);
+  const approvals = createCallApprovalService({
+    db: deps.db, bus: deps.bus, audit: publisher, mailer, publicUrl: publicUrlGuess,
+    settings: {
+      pendingTtlMs: config.APPROVAL_PENDING_TTL_SECONDS * 1000, grantTtlMs: config.APPROVAL_GRANT_TTL_SECONDS * 1000,
+      sweepIntervalMs: config.APPROVAL_SWEEP_INTERVAL_MS, mailIntervalMs: 60_000,
+    },
+    log: (message, err) => log(`${message}: ${err instanceof Error ? err.message : String(err)}`),
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+  approvals.start();
+  const toolCalls = createToolCallService({
+    policy, upstream, audit: publisher, upstreamUrls: config.upstreamUrls, tokens, approvals, secret: config.secret, ...(deps.now ? { now: deps.now } : {}),
+  });
   const entityStore = createEntityStore(deps.db);
   const connectFlow = createConnectFlow({
     db: deps.db,
@@ -79,7 +93,6 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     },
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const mailer = createMailer(config.MAIL_URL!, config.MAIL_FROM, log);
   const auth = createAuthService({
     db: deps.db,
     mailer,
@@ -99,6 +112,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
     bus: deps.bus,
     resolver,
     toolCalls,
+    approvals,
     sessions,
     auth,
     audit,
@@ -123,6 +137,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
   return {
     app,
     async release() {
+      approvals.close();
       await publisher.flush();
       await resolver.close();
       await oauth.tokens.close();

@@ -23,7 +23,7 @@ export async function openApiDocument(): Promise<Record<string, unknown>> {
   const stand = inert as never;
   const deps: AppDeps = {
     config: { ...config, publicUrl: 'http://localhost' },
-    db: stand, bus: stand, resolver: stand, toolCalls: stand, sessions: stand, auth: stand, audit: stand, policy: stand,
+    db: stand, bus: stand, resolver: stand, toolCalls: stand, approvals: stand, sessions: stand, auth: stand, audit: stand, policy: stand,
     mailer: stand, secret, probes: {}, entityRefresh: stand, connectFlow: stand,
     oauth: { provider: stand, grants: stand, tokens: stand, urls: oauthUrlsOf('http://localhost') },
   };

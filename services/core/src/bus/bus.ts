@@ -8,7 +8,9 @@ export type ChangeEvent =
   /** An OAuth grant of Portcullis's own authorization server was revoked: its tokens stop (decision 053). */
   | { kind: 'grant.revoked'; grantId: string; agentId: string }
   /** A tool session ended (reset, DELETE, expiry): its session-condition counters start fresh. */
-  | { kind: 'session.ended'; sessionId: string; agentId: string };
+  | { kind: 'session.ended'; sessionId: string; agentId: string }
+  /** A call approval was proposed or changed status (decision 063): every replica's live streams read and send it. */
+  | { kind: 'approval.changed'; approvalId: string; agentId: string };
 
 export interface AuditConsumerOptions {
   /** Most entries handed to one `handle` call. */
@@ -110,5 +112,6 @@ export function changeSubject(prefix: string, event: ChangeEvent): string {
     case 'key.revoked': return `${prefix}key.revoked.${event.keyId}`;
     case 'grant.revoked': return `${prefix}grant.revoked.${event.grantId}`;
     case 'session.ended': return `${prefix}session.ended.${event.agentId}`;
+    case 'approval.changed': return `${prefix}approval.changed.${event.agentId}`;
   }
 }

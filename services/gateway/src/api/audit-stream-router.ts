@@ -26,7 +26,7 @@ const endMessages: Record<StreamEndReason, string> = {
  * slow reader never holds more than its queue in memory, nor slows anyone else. Frames that
  * arrive before the headers are out (while visibility is being read) wait in the same queue.
  */
-class SseResponse implements AuditStreamSink {
+export class SseResponse implements AuditStreamSink {
   private started = false;
   private blocked = false;
   private finished = false;
@@ -56,7 +56,12 @@ class SseResponse implements AuditStreamSink {
   }
 
   entry(id: string, json: string): void {
-    this.write(`event: entry\nid: ${id}\ndata: ${json}\n\n`);
+    this.event('entry', id, json);
+  }
+
+  /** One event frame (`json` is one line of JSON). */
+  event(name: string, id: string, json: string): void {
+    this.write(`event: ${name}\nid: ${id}\ndata: ${json}\n\n`);
   }
 
   heartbeat(): void {

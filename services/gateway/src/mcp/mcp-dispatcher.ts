@@ -3,6 +3,7 @@ import {
   type JSONRPCRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { MemberContext } from '../modules/identity/member-context.ts';
+import { CLIENT_CAPABILITIES_META_KEY, envelopeOf } from './mcp-era.ts';
 import { listToolsFor } from './tool-catalog-view.ts';
 import type { ToolCallService } from './tool-call-service.ts';
 
@@ -15,6 +16,15 @@ export interface McpCaller {
   callerIp: string;
   /** The tool session the request belongs to (the route checked it), if any. */
   sessionId: string | undefined;
+  /** A 2026-07-28 request: a held call may answer `input_required` (decision 063). */
+  modern?: boolean;
+}
+
+/** Whether a 2026-07-28 request's envelope declares the `elicitation.url` client capability. */
+function declaresUrlElicitation(params: unknown): boolean {
+  const capabilities = envelopeOf(params)?.[CLIENT_CAPABILITIES_META_KEY] as { elicitation?: { url?: unknown } } | undefined;
+  const url = capabilities?.elicitation?.url;
+  return url !== null && typeof url === 'object';
 }
 
 type JsonRpcId = JSONRPCRequest['id'];
@@ -60,6 +70,13 @@ export function createMcpDispatcher(deps: { toolCalls: ToolCallService; onError?
         args: parsed.data.params.arguments ?? {},
         sessionId: caller.sessionId,
         callerIp: caller.callerIp,
+        ...(caller.modern ? {
+          approvalFlow: {
+            urlElicitation: declaresUrlElicitation(request.params),
+            requestState: (request.params as Record<string, unknown>).requestState,
+            inputResponses: (request.params as Record<string, unknown>).inputResponses,
+          },
+        } : {}),
       });
       return result as Record<string, unknown>;
     }],

@@ -35,7 +35,8 @@ function modernResult(method: string, result: Record<string, unknown>): Record<s
   const meta = result._meta !== null && typeof result._meta === 'object' ? result._meta : {};
   return {
     ...result,
-    resultType: 'complete',
+    // A held call's URL elicitation (decision 063) is the one result that is not complete.
+    resultType: result.resultType === 'input_required' ? 'input_required' : 'complete',
     ...(CACHEABLE_METHODS.has(method) ? { ttlMs: 0, cacheScope: 'private' } : {}),
     _meta: { ...meta, [SERVER_INFO_META_KEY]: SERVER_INFO },
   };
@@ -70,7 +71,7 @@ export function createModernMcp(deps: { dispatcher: McpDispatcher; sessions: Pic
       handle: (envelope[SESSION_HANDLE_META_KEY] as string | undefined) ?? '',
     }));
     deps.sessions.touch(session.id);
-    const reply = await deps.dispatcher.answer(request, { ...caller, sessionId: session.id });
+    const reply = await deps.dispatcher.answer(request, { ...caller, sessionId: session.id, modern: true });
     return 'result' in reply ? { ...reply, result: modernResult(request.method, reply.result) } : reply;
   }
 

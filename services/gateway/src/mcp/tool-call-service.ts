@@ -14,6 +14,18 @@ import type { MemberConnection, MemberContext } from '../modules/identity/member
 import { hidesPolicyIdentities } from '../modules/audit/audit-scope.ts';
 import { timed } from './stage-timing.ts';
 import { ReauthRequired, type SealedTokens } from '../modules/connections/sealed-tokens.ts';
+import { argsDigest } from '../modules/call-approvals/args-digest.ts';
+import type { CallApprovalService } from '../modules/call-approvals/call-approval-service.ts';
+import { APPROVAL_META_KEY } from '../modules/call-approvals/call-approval-types.ts';
+import { mintRequestState, readRequestState } from '../modules/call-approvals/request-state.ts';
+
+/** Whether a retry's `inputResponses` say the client declined or cancelled the URL elicitation. */
+function answeredWithout(inputResponses: unknown): boolean {
+  if (inputResponses === null || typeof inputResponses !== 'object') return false;
+  const answer = (inputResponses as Record<string, unknown>)[APPROVAL_INPUT_KEY];
+  const action = answer !== null && typeof answer === 'object' ? (answer as { action?: unknown }).action : undefined;
+  return action === 'decline' || action === 'cancel';
+}
 
 export const POLICY_UNAVAILABLE = 'Policy service unavailable: the call was denied because no verdict could be obtained';
 export const AUDIT_UNAVAILABLE = 'Audit log unavailable: the call was not forwarded because its audit record could not be stored';
@@ -25,7 +37,24 @@ export interface ToolCallRequest {
   args: Record<string, unknown>;
   sessionId: string | undefined;
   callerIp: string;
+  /**
+   * 2026-07-28 only (decision 063): whether the client declared `elicitation.url` (a held call
+   * then gets `input_required` with a URL elicitation), and what a retry sent back.
+   */
+  approvalFlow?: { urlElicitation: boolean; requestState?: unknown; inputResponses?: unknown };
 }
+
+/** A 2026-07-28 `input_required` result (multi-round-trip request); only for clients that can take it. */
+export interface InputRequiredResult {
+  resultType: 'input_required';
+  inputRequests: Record<string, { method: 'elicitation/create'; params: { mode: 'url'; message: string; url: string; elicitationId: string } }>;
+  requestState: string;
+  _meta: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** The key of the URL elicitation in `inputRequests` / `inputResponses`. */
+export const APPROVAL_INPUT_KEY = 'portcullis-approval';
 
 const toolCalls = counter('portcullis_gateway_tool_calls_total', 'Tool calls through /mcp, by connector and decision', ['service', 'decision']);
 const callDuration = histogram('portcullis_gateway_tool_call_duration_seconds', 'Whole tool-call time in the gateway, upstream included', ['decision']);
@@ -52,10 +81,14 @@ export function unknownToolReason(name: string): string {
 }
 
 interface Verdict {
-  decision: 'ALLOW' | 'DENY';
+  /** APPROVAL_REQUIRED is never forwarded as such: only the approval it leads to can be (decision 063). */
+  decision: 'ALLOW' | 'DENY' | 'APPROVAL_REQUIRED';
   reason: string;
   response: AuthorizeResponse | undefined;
 }
+
+/** What an audit entry records of a verdict: ALLOW, or DENY for anything else (a held call is not forwarded). */
+const auditedDecision = (decision: Verdict['decision']): 'ALLOW' | 'DENY' => (decision === 'ALLOW' ? 'ALLOW' : 'DENY');
 
 /**
  * The path of one tool call: resolve the prefixed name, get a verdict from the PDP, forward
@@ -68,6 +101,10 @@ export function createToolCallService(deps: {
   audit: AuditPublisher;
   upstreamUrls: Record<string, string>;
   tokens: SealedTokens;
+  /** Call approvals (decision 063); without them an APPROVAL_REQUIRED verdict is denied. */
+  approvals?: CallApprovalService;
+  /** The server secret: `requestState` of approval round trips is signed under a key derived from it. */
+  secret?: string;
   now?: () => number;
 }) {
   /** Calls upstream with the connection's tokens: refreshed first when expiring, and once more after a 401. */
@@ -140,7 +177,8 @@ export function createToolCallService(deps: {
         policyVersion: context.agentPolicyVersion,
         nowMs: deps.now?.() ?? 0,
       });
-      return { decision: response.decision === 'ALLOW' ? 'ALLOW' : 'DENY', reason: response.reason, response };
+      const decision = response.decision === 'ALLOW' || response.decision === 'APPROVAL_REQUIRED' ? response.decision : 'DENY';
+      return { decision, reason: response.reason, response };
     } catch {
       return { decision: 'DENY', reason: POLICY_UNAVAILABLE, response: undefined };
     } finally {
@@ -165,7 +203,7 @@ export function createToolCallService(deps: {
   }
 
   /** The call itself: resolve, decide, record ahead, forward, audit. */
-  async function callToolTraced(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult> {
+  async function callToolTraced(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> {
     const started = performance.now();
     const traceparent = currentTraceHeaders().traceparent;
     const target = callTargetOf(context, request.name, request.args);
@@ -178,34 +216,39 @@ export function createToolCallService(deps: {
       throw new McpError(ErrorCode.InvalidParams, reason);
     }
     const { service, tool } = target;
-    const entryOf = (verdict: Verdict, reason: string): AuditEntry => {
+    // A retry that carries approval state: refused outright unless this server minted it for this very call.
+    const stateProblem = requestStateProblem(context, request);
+    if (stateProblem) throw new McpError(ErrorCode.InvalidParams, `Invalid params: ${stateProblem}`);
+    const entryOf = (verdict: Verdict, reason: string, approval?: Pick<AuditEntry, 'approvalId' | 'approvalEvent'>): AuditEntry => {
       const r = verdict.response;
       return {
         ...base,
         ...(r ? { action: r.action || base.action, resource: r.resource || base.resource, principal: r.principal || base.principal } : {}),
-        decision: verdict.decision,
+        decision: auditedDecision(verdict.decision),
         reason,
         matchedPolicyIds: r?.matchedPolicyKeys ?? [],
         matchedPolicyNames: r?.matchedPolicyNames ?? [],
         policyDbIds: r?.matchedPolicyIds ?? [],
         policyVersionIds: r?.policyVersionIds ?? [],
-        ...(r?.shadowDecision === 'ALLOW' || r?.shadowDecision === 'DENY'
+        ...(r?.shadowDecision === 'ALLOW' || r?.shadowDecision === 'DENY' || r?.shadowDecision === 'APPROVAL_REQUIRED'
           ? { shadowDecision: r.shadowDecision, shadowPolicyIds: r.shadowPolicyKeys ?? [], shadowPolicyDbIds: r.shadowPolicyIds ?? [] }
           : {}),
+        ...(approval ?? {}),
         durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       };
     };
-    const finish = (verdict: Verdict, reason = verdict.reason) => {
-      const entry = entryOf(verdict, reason);
+    const finish = (verdict: Verdict, reason = verdict.reason, approval?: Pick<AuditEntry, 'approvalId' | 'approvalEvent'>) => {
+      const entry = entryOf(verdict, reason, approval);
       toolCalls.inc({ service, decision: entry.decision });
       callDuration.observe({ decision: entry.decision }, entry.durationMs / 1000);
       deps.audit.publish(entry);
+      return entry;
     };
 
     // Membership comes first: a member who is not approved hears that from the decision point
     // (its built-in forbid), not that a connector is missing that they could not connect yet.
     const membershipVerdict = context.memberStatus === 'approved' ? undefined : await decide(context, request, service, tool);
-    if (membershipVerdict?.decision === 'DENY') {
+    if (membershipVerdict !== undefined && membershipVerdict.decision !== 'ALLOW') {
       finish(membershipVerdict);
       return denyResult(policyReasonFor(context, membershipVerdict.reason));
     }
@@ -220,35 +263,138 @@ export function createToolCallService(deps: {
       return denyResult(reason);
     }
 
-    const verdict = membershipVerdict ?? await decide(context, request, service, tool);
+    let verdict = membershipVerdict ?? await decide(context, request, service, tool);
     if (verdict.decision === 'DENY') {
       finish(verdict);
       return denyResult(policyReasonFor(context, verdict.reason));
     }
+    let approvalId: string | undefined;
+    if (verdict.decision === 'APPROVAL_REQUIRED') {
+      const held = await heldCall(context, request, service, tool, base.toolArgs, verdict, finish);
+      if ('result' in held) return held.result;
+      // Approved, and spent by this call: forwarded once, as an ALLOW naming the approval.
+      approvalId = held.approvalId;
+      verdict = { decision: 'ALLOW', reason: held.reason, response: verdict.response };
+    }
+    // Fail closed: nothing but an ALLOW goes upstream.
+    if (verdict.decision !== 'ALLOW') {
+      finish({ ...verdict, decision: 'DENY' });
+      return denyResult(policyReasonFor(context, verdict.reason));
+    }
+    const executed = approvalId ? { approvalId, approvalEvent: 'executed' as const } : undefined;
 
     // Write-ahead: the call goes upstream only once its record is durably accepted, so a
     // gateway that dies mid-call still leaves an entry. The completion replaces it (same id).
     try {
-      await timed('audit_record', () => deps.audit.record({ ...entryOf(verdict, `${verdict.reason || NO_FORBID_MATCHED}; ${OUTCOME_PENDING}`), stage: 'decision' }));
+      await timed('audit_record', () => deps.audit.record({ ...entryOf(verdict, `${verdict.reason || NO_FORBID_MATCHED}; ${OUTCOME_PENDING}`, executed), stage: 'decision' }));
     } catch (err) {
       if (!(err instanceof AuditUnavailable)) throw err;
       auditRefusals.inc();
       finish({ decision: 'DENY', reason: AUDIT_UNAVAILABLE, response: undefined });
       return denyResult(AUDIT_UNAVAILABLE);
     }
+    if (approvalId) deps.approvals!.recordEventId(approvalId, base.id);
+    // An approved call's completion keeps its `executed` label; its outcome is a `returned` event of its own (decision 063).
+    const complete = (reason = verdict.reason) => {
+      const entry = finish(verdict, reason, executed);
+      if (approvalId) {
+        deps.approvals!.recordEvent(approvalId, { ...entry, id: uuidv7(), timestamp: new Date(deps.now?.() ?? Date.now()).toISOString(), approvalEvent: 'returned' })
+          .catch(() => undefined);
+      }
+    };
     try {
       const result = await timed('upstream', () => callUpstream(context, connection, service, tool, request.args));
-      finish(verdict);
+      complete();
       return result;
     } catch (err) {
       if (err instanceof ReauthRequired) {
         const label = getConnector(service)!.label;
-        finish(verdict, `${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${label} connection needs reauthorization`);
+        complete(`${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${label} connection needs reauthorization`);
         return denyResult(`${label} needs to be reconnected: ${err.message} Reconnect ${label} for this agent in the Portcullis dashboard, then retry.`);
       }
       const message = err instanceof UpstreamError ? err.message : 'The connector failed.';
-      finish(verdict, `${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${message}`);
+      complete(`${verdict.reason || NO_FORBID_MATCHED}; upstream error: ${message}`);
       throw new McpError(ErrorCode.InternalError, `${getConnector(service)!.label}: ${message}`);
+    }
+  }
+
+  /**
+   * Why a retry's `requestState` is refused (decision 063), or undefined when there is none or
+   * it is one this server minted for this caller, tool and arguments. Attacker-controlled input:
+   * its signature is checked before anything in it is read.
+   */
+  function requestStateProblem(context: MemberContext, request: ToolCallRequest): string | undefined {
+    const presented = request.approvalFlow?.requestState;
+    if (presented === undefined) return undefined;
+    if (!deps.secret) return 'requestState is not accepted by this server';
+    const read = readRequestState(deps.secret, presented, deps.now?.() ?? Date.now());
+    if (!read.ok) return read.problem;
+    const { state } = read;
+    if (state.agentId !== context.agentId || state.memberId !== context.memberId) return 'requestState was issued to another caller';
+    if (state.name !== request.name || state.argsDigest !== argsDigest(request.args)) return 'requestState was issued for another tool call (same tool and arguments are required)';
+    return undefined;
+  }
+
+  /**
+   * A call the decision point held for approval (decision 063): answered from the newest request
+   * of its binding — awaiting (a tool result, or `input_required` for 2026-07-28 clients with
+   * URL elicitation), denied, expired — or `{approvalId}` when an approval was spent on it and it
+   * may be forwarded. Every answer is audited as a DENY naming the request.
+   */
+  async function heldCall(
+    context: MemberContext, request: ToolCallRequest, service: string, tool: string, redactedArgs: Record<string, unknown>, verdict: Verdict,
+    finish: (verdict: Verdict, reason?: string, approval?: Pick<AuditEntry, 'approvalId' | 'approvalEvent'>) => AuditEntry,
+  ): Promise<{ result: CallToolResult | InputRequiredResult } | { approvalId: string; reason: string }> {
+    if (!deps.approvals || !verdict.response) {
+      const reason = 'Denied: this call needs an owner\'s approval, and approvals are not available on this server';
+      finish({ ...verdict, decision: 'DENY' }, reason);
+      return { result: denyResult(reason) };
+    }
+    const approvals = deps.approvals;
+    const outcome = await approvals.onApprovalRequired(context, { service, tool, args: request.args, redactedArgs, verdict: verdict.response });
+    const { approval } = outcome;
+    const meta = { [APPROVAL_META_KEY]: { id: approval.id, status: approval.status, expiresAt: approval.expiresAt, url: approvals.pageUrl(approval.agentId, approval.id) } };
+    const held = (reason: string, text: string, event?: 'proposed') => {
+      const entry = finish({ ...verdict, decision: 'DENY' }, reason, { approvalId: approval.id, ...(event ? { approvalEvent: event } : {}) });
+      approvals.recordEventId(approval.id, entry.id);
+      return { isError: true, content: [{ type: 'text' as const, text }], _meta: meta };
+    };
+    switch (outcome.kind) {
+      case 'approved':
+        return { approvalId: approval.id, reason: `Approved by ${approval.approverEmail ?? 'an owner'} (approval request ${approval.id}); forwarded once` };
+      case 'denied':
+        return { result: held(`Denied by an owner (approval request ${approval.id}): ${approval.reason ?? ''}`, `Denied by an owner of the agent: ${approval.reason ?? 'no reason given'} (approval request ${approval.id}). The call was not forwarded.`) };
+      case 'expired':
+        return {
+          result: held(
+            `Approval request ${approval.id} expired; not forwarded`,
+            `The approval request ${approval.id} for this call expired before it was ${approval.decidedAt ? 'used' : 'decided'}; the call was not forwarded. Calling again asks the owners again.`,
+          ),
+        };
+      case 'pending': {
+        const text = `This call needs an owner's approval before it runs, so it was not forwarded. Approval request ${approval.id} is open until ${approval.expiresAt}; an owner of the agent can approve or deny it at ${meta[APPROVAL_META_KEY].url}. Once it is approved, make exactly the same call again (same tool, same arguments) to run it once.`;
+        const result = held(`Awaiting an owner's approval (request ${approval.id}): not forwarded`, text, 'proposed');
+        const flow = request.approvalFlow;
+        const declined = answeredWithout(flow?.inputResponses);
+        if (!flow?.urlElicitation || declined || !deps.secret) return { result };
+        const requestState = mintRequestState(deps.secret, {
+          approvalId: approval.id, agentId: context.agentId, memberId: context.memberId, name: request.name, argsDigest: approval.argsDigest,
+          exp: Date.parse(approval.expiresAt),
+        });
+        return {
+          result: {
+            resultType: 'input_required',
+            inputRequests: {
+              [APPROVAL_INPUT_KEY]: {
+                method: 'elicitation/create',
+                params: { mode: 'url', message: text, url: meta[APPROVAL_META_KEY].url, elicitationId: approval.id },
+              },
+            },
+            requestState,
+            _meta: meta,
+          },
+        };
+      }
     }
   }
 
@@ -256,7 +402,7 @@ export function createToolCallService(deps: {
 
   return {
     /** One tool call, traced as `tools/call` (the decision point and the audit writer continue the trace). */
-    callTool(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult> {
+    callTool(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> {
       // Without tracing the span would be a no-op: skip making it and its context on every call.
       if (!tracingEnabled()) return callToolTraced(context, request);
       return tracer.startActiveSpan('tools/call', { kind: SpanKind.SERVER, attributes: { 'mcp.tool': request.name, 'portcullis.agent_id': context.agentId } }, async (span) => {

@@ -3974,6 +3974,431 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{id}/call-approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the agent's call approvals, newest first (owner) */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "pending" | "approved" | "denied" | "expired" | "executed";
+                    limit?: number;
+                    offset?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            approvals: {
+                                id: string;
+                                agentId: string;
+                                memberId: string;
+                                memberEmail: string;
+                                service: string;
+                                /** @description The tool name without the service prefix */
+                                tool: string;
+                                /** @description The arguments, redacted as audit entries redact them */
+                                toolArgs: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description sha256 hex of the RFC 8785 canonical JSON of the arguments as sent */
+                                argsDigest: string;
+                                policyId: string;
+                                policyName: string;
+                                policyVersionId: string;
+                                /**
+                                 * @description Effective status: a pending or approved request past expiresAt is expired
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "approved" | "denied" | "expired" | "executed";
+                                /** @description The approver's comment (approve) or reason (deny) */
+                                reason: string | null;
+                                approverId: string | null;
+                                approverEmail: string | null;
+                                createdAt: string;
+                                /** @description When the request (pending) or the approval (approved) stops being usable */
+                                expiresAt: string;
+                                decidedAt: string | null;
+                                executedAt: string | null;
+                                /** @description Audit entries of this request's events, oldest first */
+                                auditEntryIds: string[];
+                            }[];
+                            total: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/call-approvals/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live call approvals of the agent (server-sent events, owner)
+         * @description A `text/event-stream`: `event: approval` / `id: <approval id>` / `data: <CallApproval>` whenever one is proposed or changes status (on any replica); `: keep-alive` comments; `event: end` with `{reason, message}` before the server closes it. No replay: read GET …/call-approvals first.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/call-approvals/{approvalId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One call approval (owner) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    approvalId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            agentId: string;
+                            memberId: string;
+                            memberEmail: string;
+                            service: string;
+                            /** @description The tool name without the service prefix */
+                            tool: string;
+                            /** @description The arguments, redacted as audit entries redact them */
+                            toolArgs: {
+                                [key: string]: unknown;
+                            };
+                            /** @description sha256 hex of the RFC 8785 canonical JSON of the arguments as sent */
+                            argsDigest: string;
+                            policyId: string;
+                            policyName: string;
+                            policyVersionId: string;
+                            /**
+                             * @description Effective status: a pending or approved request past expiresAt is expired
+                             * @enum {string}
+                             */
+                            status: "pending" | "approved" | "denied" | "expired" | "executed";
+                            /** @description The approver's comment (approve) or reason (deny) */
+                            reason: string | null;
+                            approverId: string | null;
+                            approverEmail: string | null;
+                            createdAt: string;
+                            /** @description When the request (pending) or the approval (approved) stops being usable */
+                            expiresAt: string;
+                            decidedAt: string | null;
+                            executedAt: string | null;
+                            /** @description Audit entries of this request's events, oldest first */
+                            auditEntryIds: string[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/call-approvals/{approvalId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a pending call: the same call, made again before the approval expires, is forwarded once (owner)
+         * @description 409 `conflict` when the request is not pending (already decided or expired); `details.status` names its status.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    approvalId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        comment?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            agentId: string;
+                            memberId: string;
+                            memberEmail: string;
+                            service: string;
+                            /** @description The tool name without the service prefix */
+                            tool: string;
+                            /** @description The arguments, redacted as audit entries redact them */
+                            toolArgs: {
+                                [key: string]: unknown;
+                            };
+                            /** @description sha256 hex of the RFC 8785 canonical JSON of the arguments as sent */
+                            argsDigest: string;
+                            policyId: string;
+                            policyName: string;
+                            policyVersionId: string;
+                            /**
+                             * @description Effective status: a pending or approved request past expiresAt is expired
+                             * @enum {string}
+                             */
+                            status: "pending" | "approved" | "denied" | "expired" | "executed";
+                            /** @description The approver's comment (approve) or reason (deny) */
+                            reason: string | null;
+                            approverId: string | null;
+                            approverEmail: string | null;
+                            createdAt: string;
+                            /** @description When the request (pending) or the approval (approved) stops being usable */
+                            expiresAt: string;
+                            decidedAt: string | null;
+                            executedAt: string | null;
+                            /** @description Audit entries of this request's events, oldest first */
+                            auditEntryIds: string[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/call-approvals/{approvalId}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deny a pending call: the agent is told the reason when it calls again (owner)
+         * @description 409 `conflict` when the request is not pending (already decided or expired); `details.status` names its status.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    approvalId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        reason: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            agentId: string;
+                            memberId: string;
+                            memberEmail: string;
+                            service: string;
+                            /** @description The tool name without the service prefix */
+                            tool: string;
+                            /** @description The arguments, redacted as audit entries redact them */
+                            toolArgs: {
+                                [key: string]: unknown;
+                            };
+                            /** @description sha256 hex of the RFC 8785 canonical JSON of the arguments as sent */
+                            argsDigest: string;
+                            policyId: string;
+                            policyName: string;
+                            policyVersionId: string;
+                            /**
+                             * @description Effective status: a pending or approved request past expiresAt is expired
+                             * @enum {string}
+                             */
+                            status: "pending" | "approved" | "denied" | "expired" | "executed";
+                            /** @description The approver's comment (approve) or reason (deny) */
+                            reason: string | null;
+                            approverId: string | null;
+                            approverEmail: string | null;
+                            createdAt: string;
+                            /** @description When the request (pending) or the approval (approved) stops being usable */
+                            expiresAt: string;
+                            decidedAt: string | null;
+                            executedAt: string | null;
+                            /** @description Audit entries of this request's events, oldest first */
+                            auditEntryIds: string[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/dashboard/call-approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pending call approvals of every agent the caller owns, the next to expire first */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            approvals: {
+                                id: string;
+                                agentId: string;
+                                memberId: string;
+                                memberEmail: string;
+                                service: string;
+                                /** @description The tool name without the service prefix */
+                                tool: string;
+                                /** @description The arguments, redacted as audit entries redact them */
+                                toolArgs: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description sha256 hex of the RFC 8785 canonical JSON of the arguments as sent */
+                                argsDigest: string;
+                                policyId: string;
+                                policyName: string;
+                                policyVersionId: string;
+                                /**
+                                 * @description Effective status: a pending or approved request past expiresAt is expired
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "approved" | "denied" | "expired" | "executed";
+                                /** @description The approver's comment (approve) or reason (deny) */
+                                reason: string | null;
+                                approverId: string | null;
+                                approverEmail: string | null;
+                                createdAt: string;
+                                /** @description When the request (pending) or the approval (approved) stops being usable */
+                                expiresAt: string;
+                                decidedAt: string | null;
+                                executedAt: string | null;
+                                /** @description Audit entries of this request's events, oldest first */
+                                auditEntryIds: string[];
+                            }[];
+                            total: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{id}/sinks": {
         parameters: {
             query?: never;

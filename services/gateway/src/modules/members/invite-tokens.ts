@@ -1,5 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { readSignedPayload, signPayload } from '../signing/signed-payload.ts';
 
 /** How long an invite link is valid (spec part 8). */
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60_000;
@@ -36,19 +36,9 @@ export type InviteTokenProblem =
 
 export type InviteTokenCheck = { ok: true; payload: InvitePayload } | { ok: false; problem: InviteTokenProblem };
 
-function signatureOf(secret: string, encodedPayload: string): Buffer {
-  const key = createHmac('sha256', secret).update(INVITE_LABEL).digest();
-  return createHmac('sha256', key).update(encodedPayload).digest();
-}
-
-/**
- * `base64url(JSON payload) + "." + base64url(HMAC-SHA256)` under a key derived from the server
- * secret and a domain label. The token is not secret from its holder (the payload is readable);
- * the signature only proves that this server issued exactly these fields.
- */
+/** The token of `payload` (see `signPayload`). */
 export function signInviteToken(secret: string, payload: InvitePayload): string {
-  const encoded = Buffer.from(JSON.stringify(payloadSchema.parse(payload))).toString('base64url');
-  return `${encoded}.${signatureOf(secret, encoded).toString('base64url')}`;
+  return signPayload(secret, INVITE_LABEL, payloadSchema.parse(payload));
 }
 
 /**
@@ -57,19 +47,7 @@ export function signInviteToken(secret: string, payload: InvitePayload): string 
  */
 export function readInviteToken(secret: string, token: string, nowMs: number): InviteTokenCheck {
   const invalid: InviteTokenCheck = { ok: false, problem: 'invalid_invite' };
-  const parts = token.split('.');
-  if (parts.length !== 2) return invalid;
-  const [encoded, signature] = parts as [string, string];
-  if (!/^[A-Za-z0-9_-]+$/.test(encoded) || !/^[A-Za-z0-9_-]{43}$/.test(signature)) return invalid;
-  const presented = Buffer.from(signature, 'base64url');
-  const expected = signatureOf(secret, encoded);
-  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return invalid;
-  let parsed;
-  try {
-    parsed = payloadSchema.safeParse(JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8')));
-  } catch {
-    return invalid;
-  }
+  const parsed = payloadSchema.safeParse(readSignedPayload(secret, INVITE_LABEL, token));
   if (!parsed.success) return invalid;
   if (parsed.data.exp <= nowMs) return { ok: false, problem: 'invite_expired' };
   return { ok: true, payload: parsed.data };
