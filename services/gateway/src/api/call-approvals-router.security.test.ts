@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { and, eq } from 'drizzle-orm';
+import { schema } from '@portcullis/core';
+import { ACTORS, createApiHarness, expectedStatus, signInRoleActors, withoutRequestId, type ApiHarness, type RoleActors } from '../testing/index.ts';
+
+/**
+ * Every call-approvals route (decision 063) as anonymous, outsider, rejected, pending member,
+ * approved member and owner: owner only, outsiders get the 404 of a missing agent, members 403,
+ * nothing changes unless the answer is 2xx. Plus the bodies an owner may send, and conflicts.
+ */
+
+interface Endpoint {
+  method: 'GET' | 'POST';
+  path: string;
+  payload?: Record<string, unknown>;
+  owner: number;
+}
+
+const ENDPOINTS: Endpoint[] = [
+  { method: 'GET', path: '/api/agents/:id/call-approvals', owner: 200 },
+  { method: 'GET', path: '/api/agents/:id/call-approvals?status=pending&limit=5', owner: 200 },
+  { method: 'GET', path: '/api/agents/:id/call-approvals/:approvalId', owner: 200 },
+  { method: 'POST', path: '/api/agents/:id/call-approvals/:approvalId/approve', payload: { comment: 'fine' }, owner: 200 },
+  { method: 'POST', path: '/api/agents/:id/call-approvals/:approvalId/deny', payload: { reason: 'no' }, owner: 200 },
+];
+
+let h: ApiHarness;
+let roles: RoleActors;
+
+beforeAll(async () => {
+  h = await createApiHarness();
+  roles = await signInRoleActors(h, 'apprsec');
+});
+afterAll(async () => { await h.close(); });
+
+const settle = () => new Promise((r) => setTimeout(r, 0));
+
+/** An agent with members of every status and one pending request of its approved member. */
+async function freshAgent() {
+  const agentId = await roles.agentWithMembers({ name: 'Guarded approvals' });
+  const [member] = await h.db.select().from(schema.members).where(and(eq(schema.members.agentId, agentId), eq(schema.members.email, roles.email.member)));
+  const [approval] = await h.db.insert(schema.callApprovals).values({
+    id: randomUUID(), agentId, memberId: member!.id, memberEmail: roles.email.member, memberKeyId: 'key-1', service: 'github', tool: 'issue_write',
+    toolArgs: { owner: 'acme', repo: 'api', title: 'Guarded secret title' }, argsDigest: 'a'.repeat(64),
+    policyId: randomUUID(), policyKey: 'guarded-approval', policyName: 'Guarded approval', policyVersionId: randomUUID(), bindingVersions: 'v1',
+    expiresAt: new Date(Date.now() + 3_600_000),
+  }).returning();
+  return { agentId, approvalId: approval!.id };
+}
+
+async function snapshotOf(agentId: string) {
+  const approvals = await h.db.select().from(schema.callApprovals).where(eq(schema.callApprovals.agentId, agentId));
+  const events = h.events.filter((e) => 'agentId' in e && e.agentId === agentId).length;
+  return { approvals, events };
+}
+
+describe.each(ENDPOINTS)('$method $path', (endpoint) => {
+  it.each(ACTORS)('as %s', async (actor) => {
+    const ids = await freshAgent();
+    const before = await snapshotOf(ids.agentId);
+    const send = (agentId: string, approvalId: string) => h.request({
+      method: endpoint.method,
+      url: endpoint.path.replace(':id', agentId).replace(':approvalId', approvalId),
+      ...(endpoint.payload ? { payload: endpoint.payload } : {}),
+      ...(roles.cookieOf[actor] ? { cookie: roles.cookieOf[actor] } : {}),
+    });
+    const res = await send(ids.agentId, ids.approvalId);
+    const expected = expectedStatus(actor, 'owner', endpoint.owner);
+    expect(res.statusCode, res.body).toBe(expected);
+    if (expected >= 400) {
+      expect((res.json() as { error: { code: string } }).error.code).toBe({ 401: 'unauthenticated', 403: 'forbidden', 404: 'not_found' }[expected]);
+      expect(res.body).not.toContain('Guarded secret title');
+      await settle();
+      expect(await snapshotOf(ids.agentId)).toEqual(before);
+    }
+    if (expected === 404) {
+      const ghost = await send(randomUUID(), randomUUID());
+      expect(ghost.statusCode).toBe(404);
+      expect(withoutRequestId(ghost.json())).toMatchObject({ error: { code: 'not_found' } });
+    }
+    if (expected < 300 && endpoint.method === 'POST') {
+      await settle();
+      expect(h.events).toContainEqual({ kind: 'approval.changed', approvalId: ids.approvalId, agentId: ids.agentId });
+    }
+  });
+});
+
+describe('the live stream and the dashboard list', () => {
+  it.each(ACTORS.filter((a) => a !== 'owner'))('GET …/call-approvals/events as %s is refused before any stream opens', async (actor) => {
+    const { agentId } = await freshAgent();
+    const res = await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals/events`, ...(roles.cookieOf[actor] ? { cookie: roles.cookieOf[actor] } : {}) });
+    expect(res.statusCode).toBe(expectedStatus(actor, 'owner', 200));
+    expect(res.headers['content-type']).toContain('application/json');
+  });
+
+  it('GET /api/dashboard/call-approvals lists only the pending requests of agents the caller owns', async () => {
+    const { approvalId } = await freshAgent();
+    expect((await h.request({ method: 'GET', url: '/api/dashboard/call-approvals' })).statusCode).toBe(401);
+    const mine = await h.request({ method: 'GET', url: '/api/dashboard/call-approvals?limit=200', cookie: roles.cookieOf.owner! });
+    expect(mine.statusCode).toBe(200);
+    expect((mine.json() as { approvals: Array<{ id: string }> }).approvals.map((a) => a.id)).toContain(approvalId);
+    for (const actor of ['member', 'pending', 'rejected', 'outsider'] as const) {
+      const theirs = await h.request({ method: 'GET', url: '/api/dashboard/call-approvals', cookie: roles.cookieOf[actor]! });
+      expect(theirs.statusCode).toBe(200);
+      expect(theirs.json()).toEqual({ approvals: [], total: 0 });
+    }
+    expect((await h.request({ method: 'GET', url: '/api/dashboard/call-approvals?limit=500', cookie: roles.cookieOf.owner! })).statusCode).toBe(400);
+  });
+});
+
+describe('what an owner may send', () => {
+  it('refuses malformed bodies, ids and filters with 400, unknown requests with 404, decided ones with 409', async () => {
+    const { agentId, approvalId } = await freshAgent();
+    const owner = roles.cookieOf.owner!;
+    const post = (path: string, payload: unknown) => h.request({ method: 'POST', url: `/api/agents/${agentId}/call-approvals/${path}`, payload: payload as Record<string, unknown>, cookie: owner });
+    for (const [path, payload] of [
+      [`${approvalId}/deny`, {}],
+      [`${approvalId}/deny`, { reason: '   ' }],
+      [`${approvalId}/deny`, { reason: 'x'.repeat(501) }],
+      [`${approvalId}/approve`, { comment: 'x'.repeat(501) }],
+      [`${approvalId}/approve`, { comment: 'ok', extra: true }],
+      ['not-a-uuid/approve', {}],
+    ] as const) {
+      const res = await post(path, payload);
+      expect(res.statusCode, `${path} ${JSON.stringify(payload).slice(0, 60)}`).toBe(400);
+      expect((res.json() as { error: { code: string } }).error.code).toBe('invalid_request');
+    }
+    for (const query of ['status=nope', 'limit=0', 'limit=201', 'offset=-1', 'bogus=1']) {
+      const res = await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals?${query}`, cookie: owner });
+      expect(res.statusCode, query).toBe(400);
+    }
+    expect((await post(`${randomUUID()}/approve`, {})).statusCode).toBe(404);
+
+    const approved = await post(`${approvalId}/approve`, {});
+    expect(approved.statusCode).toBe(200);
+    expect(approved.json()).toMatchObject({ status: 'approved', reason: null, approverEmail: roles.email.owner });
+    for (const [path, payload] of [[`${approvalId}/approve`, {}], [`${approvalId}/deny`, { reason: 'changed my mind' }]] as const) {
+      const conflict = await post(path, payload);
+      expect(conflict.statusCode).toBe(409);
+      expect(conflict.json()).toMatchObject({ error: { code: 'conflict', details: { status: 'approved' } } });
+      expect((conflict.json() as { error: { message: string } }).error.message).toContain('approved');
+    }
+    // The approval is in the agent's list under its status, and not under another.
+    const listed = await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals?status=approved`, cookie: owner });
+    expect((listed.json() as { total: number }).total).toBe(1);
+    const pending = await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals?status=pending`, cookie: owner });
+    expect((pending.json() as { total: number }).total).toBe(0);
+  });
+
+  it('a request past its expiry reads as expired and cannot be decided', async () => {
+    const { agentId, approvalId } = await freshAgent();
+    await h.db.update(schema.callApprovals).set({ expiresAt: new Date(Date.now() - 1_000) }).where(eq(schema.callApprovals.id, approvalId));
+    const owner = roles.cookieOf.owner!;
+    const shown = await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals/${approvalId}`, cookie: owner });
+    expect(shown.json()).toMatchObject({ status: 'expired' });
+    const expired = await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals?status=expired`, cookie: owner });
+    expect((expired.json() as { total: number }).total).toBe(1);
+    const late = await h.request({ method: 'POST', url: `/api/agents/${agentId}/call-approvals/${approvalId}/deny`, payload: { reason: 'late' }, cookie: owner });
+    expect(late.statusCode).toBe(409);
+    expect(late.json()).toMatchObject({ error: { code: 'conflict', details: { status: 'expired' } } });
+  });
+});
