@@ -99,7 +99,7 @@ describe('policy service over gRPC', () => {
       resource: 'GithubMCP::Repository::"acme/api"',
       policyVersion: 1,
       // No shadow policy on the agent: the wire's empty defaults (decision 061).
-      shadowDecision: '', shadowPolicyKeys: [], shadowPolicyIds: [],
+      shadowDecision: '', shadowPolicyKeys: [], shadowPolicyIds: [], approvalPolicyKeys: [], approvalPolicyIds: [], approvalPolicyVersionIds: [],
     });
   });
 

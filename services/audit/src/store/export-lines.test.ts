@@ -127,6 +127,24 @@ describe('NDJSON lines', () => {
     expect(await exportText({ agentIds: [agentId] })).toBe([shadowed, plain].map(csvLine).join(''));
   });
 
+  it('carry the approval fields of an approval\'s events (decision 063) in the store\'s order; CSV keeps the spec\'s columns', async () => {
+    const agentId = 'agent-approvals';
+    const approvalId = '0190f1a2-0000-7000-8000-00000000a063';
+    const approved = makeEntry({
+      agentId, timestamp: '2026-10-05T00:00:00.000Z', approvalId, approvalEvent: 'approved', approverId: 'user-owner', approverName: 'owner@example.com',
+    });
+    const executed = makeEntry({ agentId, timestamp: '2026-10-05T00:00:01.000Z', approvalId, approvalEvent: 'executed' });
+    const plain = makeEntry({ agentId, timestamp: '2026-10-05T00:00:02.000Z' });
+    await store.insert([approved, executed, plain]);
+    const { entries } = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
+    const asRead = [...entries].reverse();
+    expect(asRead).toEqual([approved, executed, plain]);
+    const text = await exportText({ agentIds: [agentId] }, { format: 'ndjson' });
+    expect(text).toBe(asRead.map(ndjsonLine).join(''));
+    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual([approved, executed, plain]);
+    expect(await exportText({ agentIds: [agentId] })).toBe([approved, executed, plain].map(csvLine).join(''));
+  });
+
   it('write {} for stored tool arguments that are not a JSON object, as a Query read does', async () => {
     const agentId = 'agent-bad-args';
     const entry = makeEntry({ agentId, timestamp: '2026-10-02T00:00:00.000Z' });

@@ -58,6 +58,11 @@ describe('isPolicyDecision', () => {
     [{ service: 'github', tool: 'get_me', reason: 'GitHub is not enabled on this agent' }, false],
     [{ service: 'github', tool: 'get_me', reason: 'GitHub is not connected for this member; connect it in the dashboard first' }, false],
     [{ service: 'github', tool: 'get_me', reason: 'Policy service unavailable: the call was denied because no verdict could be obtained' }, false],
+    // Call approvals (decision 063): the held call and the approved call are calls; an owner's decision and a return are not.
+    [{ service: 'github', tool: 'issue_write', reason: 'Awaiting an owner\'s approval', approvalEvent: 'proposed' }, true],
+    [{ service: 'github', tool: 'issue_write', reason: 'Approved by o@example.com', approvalEvent: 'executed' }, true],
+    [{ service: 'github', tool: 'issue_write', reason: 'Approved by o@example.com', approvalEvent: 'approved' }, false],
+    [{ service: 'github', tool: 'issue_write', reason: 'No forbid policy matched', approvalEvent: 'returned' }, false],
   ])('%j → %s', (entry, replayed) => expect(isPolicyDecision(entry)).toBe(replayed));
 });
 
@@ -118,6 +123,22 @@ describe('replay', () => {
     } finally {
       before.release();
       after.release();
+    }
+  });
+
+  it('counts a call that becomes approval-required as a change, and one that stops being so (decision 063)', async () => {
+    const approval = stored({ id: 'p-3', policyKey: 'ask', name: 'Ask', effect: 'require_approval', tools: ['get_me'] });
+    const without = prepareScenario(snapshot, [], 'without');
+    const withApproval = prepareScenario(snapshot, [approval], 'with');
+    try {
+      const calls = [call('get_me', 1), call('get_me', 2), call('list_issues', 3)];
+      const held = await replay(calls, without, withApproval);
+      expect(held).toMatchObject({ evaluated: 3, unchanged: 1, allowToDeny: 0, denyToAllow: 0, toApproval: 2, fromApproval: 0 });
+      expect(held.samples[0]).toMatchObject({ before: 'ALLOW', after: 'APPROVAL_REQUIRED', reason: 'Approval required by policy "Ask"' });
+      expect(await replay(calls, withApproval, without)).toMatchObject({ unchanged: 1, toApproval: 0, fromApproval: 2 });
+    } finally {
+      without.release();
+      withApproval.release();
     }
   });
 });
@@ -199,7 +220,7 @@ describe('simulate against Postgres', () => {
     const result = await run({ limit: 3 });
     expect(asked).toEqual({ agentId, from: new Date(NOW - 7 * 86_400_000), to: new Date(NOW), limit: 3 });
     expect(result).toEqual({
-      evaluated: 2, unchanged: 1, allowToDeny: 1, denyToAllow: 0, skipped: 1, draftMode: 'enforce', enforcedChanges: 1,
+      evaluated: 2, unchanged: 1, allowToDeny: 1, denyToAllow: 0, toApproval: 0, fromApproval: 0, skipped: 1, draftMode: 'enforce', enforcedChanges: 1,
       samples: [{
         entryId: 'e-0', before: 'ALLOW', after: 'DENY', reason: 'Denied by policy "D"',
         timestamp: new Date(NOW - 60_000).toISOString(), memberId, memberName: 'm', service: 'github', tool: 'get_me',
