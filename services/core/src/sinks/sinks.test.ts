@@ -72,6 +72,17 @@ describe('OTLP logs body (decision 057)', () => {
     expect(attrs['portcullis.oauth.client_id']).toEqual({ stringValue: 'client-9' });
     expect(attrs['portcullis.shadow.decision']).toEqual({ stringValue: 'DENY' });
     expect(attrs['portcullis.shadow.policy_ids']).toEqual({ arrayValue: { values: [{ stringValue: 'night-freeze' }] } });
+    expect(attrs).not.toHaveProperty('portcullis.approval.id');
+  });
+
+  it('carries the call approval an entry is an event of, and who decided it (decision 063)', () => {
+    const approvalId = '0190f1a2-0000-7000-8000-00000000a063';
+    const body = JSON.parse(Buffer.from(otlpLogsBody([{ ...entry, approvalId, approvalEvent: 'approved', approverId: 'user-1', approverName: 'owner@example.com' }])).toString('utf8'));
+    const attrs = Object.fromEntries(body.resourceLogs[0].scopeLogs[0].logRecords[0].attributes.map((a: { key: string; value: unknown }) => [a.key, a.value]));
+    expect(attrs['portcullis.approval.id']).toEqual({ stringValue: approvalId });
+    expect(attrs['portcullis.approval.event']).toEqual({ stringValue: 'approved' });
+    expect(attrs['portcullis.approval.approver_id']).toEqual({ stringValue: 'user-1' });
+    expect(attrs['portcullis.approval.approver_name']).toEqual({ stringValue: 'owner@example.com' });
   });
 });
 

@@ -29,6 +29,8 @@ function answeredWithout(inputResponses: unknown): boolean {
 
 export const POLICY_UNAVAILABLE = 'Policy service unavailable: the call was denied because no verdict could be obtained';
 export const AUDIT_UNAVAILABLE = 'Audit log unavailable: the call was not forwarded because its audit record could not be stored';
+/** A call that needs an owner's approval while the approval store cannot be reached (decision 063). */
+export const APPROVALS_UNAVAILABLE = 'Approvals unavailable: this call needs an owner\'s approval and its request could not be read or recorded; it was not forwarded';
 /** Appended to the reason of a write-ahead record: the call went upstream, its outcome is not known yet. */
 export const OUTCOME_PENDING = 'outcome not recorded: forwarded upstream, no completion received';
 
@@ -351,7 +353,14 @@ export function createToolCallService(deps: {
       return { result: denyResult(reason) };
     }
     const approvals = deps.approvals;
-    const outcome = await approvals.onApprovalRequired(context, { service, tool, args: request.args, redactedArgs, verdict: verdict.response });
+    let outcome: Awaited<ReturnType<CallApprovalService['onApprovalRequired']>>;
+    try {
+      outcome = await approvals.onApprovalRequired(context, { service, tool, args: request.args, redactedArgs, verdict: verdict.response });
+    } catch {
+      // Fail closed: without the approval store the call can be neither held nor forwarded.
+      finish({ ...verdict, decision: 'DENY' }, APPROVALS_UNAVAILABLE);
+      return { result: denyResult(APPROVALS_UNAVAILABLE) };
+    }
     const { approval } = outcome;
     const meta = { [APPROVAL_META_KEY]: { id: approval.id, status: approval.status, expiresAt: approval.expiresAt, url: approvals.pageUrl(approval.agentId, approval.id) } };
     const held = (reason: string, text: string, event?: 'proposed') => {
