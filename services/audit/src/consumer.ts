@@ -62,13 +62,13 @@ export async function startAuditWriter(options: AuditWriterOptions): Promise<Aud
     batchSize: options.batchSize,
     maxWaitMs: options.maxWaitMs,
     // The bus hands over entries it has checked the shape of (its dead-letter path takes the rest).
-    async handle(writable: AuditEntry[]) {
+    async handle(writable: AuditEntry[], encoded?: Uint8Array[]) {
       // Each traced call's trace continues with its write (entries of untraced calls carry none).
       const spans: Span[] = writable.filter((e) => e.traceparent).map((e) =>
         tracer.startSpan('audit.write', { kind: SpanKind.CONSUMER, attributes: { 'portcullis.stage': e.stage ?? 'complete', 'portcullis.batch_size': writable.length } }, contextFromTraceHeaders({ traceparent: e.traceparent })));
       let stored = false;
       try {
-        await exclusively(() => options.store.insert(writable));
+        await exclusively(() => options.store.insert(writable, encoded));
         stored = true;
         // Outside the insert lock: the next writer's insert does not wait for the sinks' publish.
         if (options.sinks) await options.sinks.publish(finalEntriesFor(writable, options.sinks.agentsWithSinks()));

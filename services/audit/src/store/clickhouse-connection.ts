@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { TrailingErrorGuard } from './stream-tail.ts';
 
@@ -30,12 +30,11 @@ export interface ClickHouseConnection {
    */
   streamRaw(query: string, params: Record<string, unknown>, format: RawFormat): AsyncIterable<Uint8Array>;
   /**
-   * Inserts `rows` (values in `columns` order) as JSONCompactEachRow. A server gets them through
-   * the client; embedded chDB gets the encoded bytes handed to its own parser, without the
-   * connection adapter turning them into one long INSERT statement first (the writer's batches
-   * are thousands of rows).
+   * Inserts `body`, JSON objects one per line (JSONEachRow), into `table` with the given input
+   * settings. The bytes go to the engine's own parser as they are: a server gets them as the
+   * request body, embedded chDB through its raw insert (no INSERT statement built of them).
    */
-  insertCompactRows(table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void>;
+  insertJsonLines(table: string, body: Uint8Array, settings: Record<string, number | string>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -84,8 +83,10 @@ function connectServer(target: Extract<ClickHouseTarget, { kind: 'server' }>): C
         abort.abort();
       }
     },
-    async insertCompactRows(table, columns, rows) {
-      await client.insert({ table, columns: [...columns] as [string, ...string[]], format: 'JSONCompactEachRow', values: rows as unknown[][] });
+    async insertJsonLines(table, body, settings) {
+      // `insert` would encode each stream chunk as a row: the bytes go as the body of the statement instead.
+      const result = await client.exec({ query: `INSERT INTO ${table} FORMAT JSONEachRow`, values: Readable.from([body], { objectMode: false }), clickhouse_settings: settings });
+      for await (const _ of result.stream as Readable) { /* the answer is empty; read to its end */ }
     },
     close: () => client.close(),
   };
@@ -133,10 +134,9 @@ async function connectChdb(path: string): Promise<ClickHouseConnection> {
         session.close();
       }
     },
-    async insertCompactRows(table, columns, rows) {
-      if (rows.length === 0) return;
-      const body = Buffer.from(rows.map((row) => JSON.stringify(row)).join('\n'));
-      await chdbConnection.chdb.rawInsert({ table, columns, format: 'JSONCompactEachRow', values: body });
+    async insertJsonLines(table, body, settings) {
+      if (body.length === 0) return;
+      await chdbConnection.chdb.rawInsert({ table, format: 'JSONEachRow', values: body, settings });
     },
     async close() {
       for (const session of openStreams) session.close();

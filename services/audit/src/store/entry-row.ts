@@ -63,7 +63,7 @@ export function toClickHouseTime(instant: Date): string {
 }
 
 /** An ISO 8601 instant already in UTC to the millisecond, as the gateway writes every entry's. */
-const CANONICAL_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export const CANONICAL_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** An entry's timestamp as a `DateTime64(3, 'UTC')` value: rewritten in place when canonical (the writer does this per row), else parsed. */
 function entryTime(timestamp: string): string {

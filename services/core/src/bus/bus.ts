@@ -20,8 +20,9 @@ export interface AuditConsumerOptions {
   /**
    * Receives a batch of entries that have the audit entry's shape (`auditEntryOf`, checked once
    * by the bus); resolving acknowledges every entry, throwing redelivers them later.
+   * `encoded[i]`, where the bus has it, is `batch[i]` as the JSON text it carried.
    */
-  handle(batch: AuditEntry[]): Promise<void>;
+  handle(batch: AuditEntry[], encoded?: Uint8Array[]): Promise<void>;
   /** Told of each message that is not a valid audit entry (it goes to the dead-letter subject). */
   onDeadLetter?(raw: string, error: string): void;
 }

@@ -106,44 +106,48 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         }
         return js.consumers.get(streamName, durable);
       };
-      const handleBatch = async (msgs: JsMsg[]) => {
-        const entries: AuditEntry[] = [];
-        const good: JsMsg[] = [];
-        for (const m of msgs) {
-          const raw = decoder.decode(m.data);
-          const parsed = safeParse(raw);
-          if (parsed) { entries.push(parsed); good.push(m); continue; }
-          nc.publish(deadSubject, m.data);
-          opts.onDeadLetter?.(raw, 'not a valid audit entry');
-          m.term();
-        }
-        if (entries.length === 0) return;
+      /** A message that holds an audit entry, decoded as it arrived. */
+      interface Received { msg: JsMsg; entry: AuditEntry }
+      const handleBatch = async (batch: Received[]) => {
         // A long insert keeps its messages: without this they would be redelivered (and
         // written twice) once `ack_wait` passed.
         const working = setInterval(() => {
           // While the connection is down this may throw: the batch is then redelivered as usual.
-          try { for (const m of good) m.working(); } catch { /* reconnecting */ }
+          try { for (const r of batch) r.msg.working(); } catch { /* reconnecting */ }
         }, ACK_WAIT_MS / 2);
         try {
-          await opts.handle(entries);
-          for (const m of good) m.ack();
+          await opts.handle(batch.map((r) => r.entry), batch.map((r) => r.msg.data));
+          for (const r of batch) r.msg.ack();
         } catch {
           // Redelivered with exponential backoff (1 s, 2 s, 4 s … at most 30 s) while the store is down.
-          for (const m of good) m.nak(Math.min(1_000 * 2 ** Math.max(0, m.info.deliveryCount - 1), 30_000));
+          for (const r of batch) r.msg.nak(Math.min(1_000 * 2 ** Math.max(0, r.msg.info.deliveryCount - 1), 30_000));
         } finally {
           clearInterval(working);
         }
       };
+      /** Decodes a message as it arrives (while the previous batch is being written); one that is not an entry is dead-lettered. */
+      const receive = (m: JsMsg): Received | undefined => {
+        const raw = decoder.decode(m.data);
+        const entry = safeParse(raw);
+        if (entry) return { msg: m, entry };
+        nc.publish(deadSubject, m.data);
+        opts.onDeadLetter?.(raw, 'not a valid audit entry');
+        m.term();
+        return undefined;
+      };
 
       // A continuous pull: a batch is handled when it is full or `maxWaitMs` after its first
       // message, so an entry waits at most that long (plus the insert) to become queryable.
-      const buffer: JsMsg[] = [];
+      // Batches are written one after another while the pull goes on decoding the next one;
+      // `max_ack_pending` bounds how much is held unacknowledged meanwhile.
+      const buffer: Received[] = [];
       let timer: NodeJS.Timeout | undefined;
       let chain: Promise<void> = Promise.resolve();
-      const flush = () => {
-        if (timer) { clearTimeout(timer); timer = undefined; }
+      /** Queues the writing of every full batch, and with `all` of what is left too. */
+      const flush = (all: boolean) => {
+        if (all && timer) { clearTimeout(timer); timer = undefined; }
         chain = chain.then(async () => {
-          while (buffer.length > 0) await handleBatch(buffer.splice(0, opts.batchSize));
+          while (buffer.length >= opts.batchSize || (all && buffer.length > 0)) await handleBatch(buffer.splice(0, opts.batchSize));
         });
         return chain;
       };
@@ -162,9 +166,11 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
             messages = await consumer.consume({ max_messages: Math.max(opts.batchSize * 2, 256), expires: 5_000 });
             if (stopping) await messages.close();
             for await (const m of messages) {
-              buffer.push(m);
-              if (buffer.length >= opts.batchSize) await flush();
-              else timer ??= setTimeout(() => void flush(), opts.maxWaitMs);
+              const received = receive(m);
+              if (!received) continue;
+              buffer.push(received);
+              if (buffer.length === opts.batchSize) void flush(false);
+              timer ??= setTimeout(() => void flush(true), opts.maxWaitMs);
             }
           } catch {
             // reconnecting: try again below
@@ -178,7 +184,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         stopping = true;
         await messages?.close().catch(() => undefined);
         await loop;
-        await flush();
+        await flush(true);
       };
       // Drain: first let the pull deliver what the stream holds (bounded), so an entry the bus
       // accepted just before is written, not left for the next writer.
