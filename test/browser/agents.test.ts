@@ -57,7 +57,7 @@ describe('agent pages in a real browser: create, connectors, members, keys, join
 
     await page.getByRole('heading', { level: 1, name: 'Support bot' }).waitFor();
     const tabs = page.getByRole('navigation', { name: 'Agent sections' });
-    expect(await tabs.getByRole('link').allTextContents()).toEqual(['Overview', 'Connectors', 'Members', 'Policies', 'Audit sinks', 'Sessions', 'Onboarding']);
+    expect(await tabs.getByRole('link').allTextContents()).toEqual(['Overview', 'Connectors', 'Members', 'Policies', 'Approvals', 'Audit sinks', 'Sessions', 'Onboarding']);
     await expect(tabs.getByRole('link', { name: 'Overview' }).getAttribute('aria-current')).resolves.toBe('page');
     await page.getByText('No calls in this period').waitFor();
     await screenshot('agent-overview-new');
