@@ -352,6 +352,23 @@ describe('skipping indexes', () => {
   });
 });
 
+describe('the call-count projection (migration 010)', () => {
+  it('answers the count of an agent, service, tool and result filter, and matches the rows', async () => {
+    const session = new Session(join(dir.path, 'audit'));
+    try {
+      const where = `agent_id IN ('${A1}', '${A2}') AND service = 'github' AND tool IN ('create_issue', 'list_issues') AND decision = 'ALLOW'`;
+      const plan = session.query(`EXPLAIN SELECT count() FROM portcullis.audit_entries WHERE ${where}`, 'TSVRaw');
+      expect(plan).toContain('call_counts');
+      const counted = session.query(`SELECT count() FROM portcullis.audit_entries WHERE ${where}`, 'TSVRaw').trim();
+      const scanned = session.query(`SELECT count() FROM portcullis.audit_entries WHERE ${where} SETTINGS optimize_use_projections = 0`, 'TSVRaw').trim();
+      expect(Number(counted)).toBeGreaterThan(0);
+      expect(counted).toBe(scanned);
+    } finally {
+      session.close();
+    }
+  });
+});
+
 describe('policyTriggers', () => {
   it('counts, per policy id, the agent\'s entries that matched it, and the newest one\'s time', async () => {
     expect(await store.policyTriggers(A2, [P1, P2])).toEqual([

@@ -29,7 +29,7 @@ describe('applyMigrations on chDB', () => {
   it('applies each migration once, however often it runs', async () => {
     const connection = await connectClickHouse(target);
     try {
-      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(await applyMigrations(connection.client, 'audit_test')).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
       expect(await applyMigrations(connection.client, 'audit_test')).toEqual([]);
       const recorded = await connection.client.query({
         query: 'SELECT version, name FROM {db:Identifier}.schema_migrations ORDER BY version',
@@ -38,7 +38,7 @@ describe('applyMigrations on chDB', () => {
       });
       expect(await recorded.json()).toEqual([
         { version: 1, name: 'audit_entries' }, { version: 2, name: 'write_ahead_stage' }, { version: 3, name: 'one_row_per_entry' },
-        { version: 4, name: 'agent_id_low_cardinality' }, { version: 5, name: 'rollups_written_by_the_writer' }, { version: 6, name: 'oauth_client_id' }, { version: 7, name: 'shadow_decision' }, { version: 8, name: 'call_approvals' }, { version: 9, name: 'ingest_from_bus_json' },
+        { version: 4, name: 'agent_id_low_cardinality' }, { version: 5, name: 'rollups_written_by_the_writer' }, { version: 6, name: 'oauth_client_id' }, { version: 7, name: 'shadow_decision' }, { version: 8, name: 'call_approvals' }, { version: 9, name: 'ingest_from_bus_json' }, { version: 10, name: 'call_count_projection' },
       ]);
       // The name rollups have no views feeding them (the writer writes them); the only views
       // are the two that write the ingested JSON into the tables (migration 009).
