@@ -109,11 +109,11 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       /** A message that holds an audit entry, decoded as it arrived. */
       interface Received { msg: JsMsg; entry: AuditEntry }
       const handleBatch = async (batch: Received[]) => {
-        // A long insert keeps its messages: without this they would be redelivered (and
-        // written twice) once `ack_wait` passed.
+        // A long insert keeps its messages, and those of the next batch decoded meanwhile:
+        // without this they would be redelivered to another writer once `ack_wait` passed.
         const working = setInterval(() => {
           // While the connection is down this may throw: the batch is then redelivered as usual.
-          try { for (const r of batch) r.msg.working(); } catch { /* reconnecting */ }
+          try { for (const r of [...batch, ...buffer]) r.msg.working(); } catch { /* reconnecting */ }
         }, ACK_WAIT_MS / 2);
         try {
           await opts.handle(batch.map((r) => r.entry), batch.map((r) => r.msg.data));
