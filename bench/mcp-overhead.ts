@@ -88,6 +88,11 @@ async function saturation(call: () => Promise<unknown>, concurrency: number, sec
   return done / ((performance.now() - started) / 1000);
 }
 
+/** `BENCH_PRODUCT_ENV=A=1,B=2`: settings for the product under test (to measure one against its default). */
+function productEnv(): Record<string, string> {
+  return Object.fromEntries((process.env.BENCH_PRODUCT_ENV ?? '').split(',').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
+
 async function main() {
   const db = await createTestDatabase('bench');
   const dataDir = mkdtempSync(join(tmpdir(), 'pc-bench-'));
@@ -103,6 +108,7 @@ async function main() {
   const product = startTs('services/standalone/src/main.ts', {
     PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', MAIL_URL: `file://${dataDir}/outbox`, PORTCULLIS_SECRET: secret,
     ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, `${sandboxUrl}/${c.key}/mcp`])),
+    ...productEnv(),
   }, 'standalone', process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
   try {
     const [, memberKey] = await product.waitFor(/Member key\s+(pcm_[A-Za-z0-9_-]{43})/, 120_000);

@@ -14,7 +14,7 @@ const auditShape = {
   /** Most entries written in one INSERT (one part). */
   AUDIT_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(10_000),
   /** Longest a partial batch waits before it is written. */
-  AUDIT_BATCH_MAX_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(200),
+  AUDIT_BATCH_MAX_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(500),
   /** Days an audit entry is kept (a table TTL). Unset: indefinitely, as the spec's default. */
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   /** Longest wait between two attempts to deliver to an audit sink that is down (decision 055). */
