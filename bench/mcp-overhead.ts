@@ -30,6 +30,7 @@ const RATES = numbers(process.env.BENCH_RATES ?? '100,500');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONCURRENCIES = numbers(process.env.BENCH_CONCURRENCY ?? '16,64');
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 2_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const POLICIES = Number(process.env.BENCH_POLICIES ?? 100);
 
 async function connect(url: string, token: string) {
@@ -65,16 +66,27 @@ async function fixedRate(call: () => Promise<unknown>, rate: number, seconds: nu
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), achieved: total / ((performance.now() - started) / 1000) };
 }
 
-/** One call at a time: latencies in ms. */
-async function sequential(call: () => Promise<unknown>, calls: number) {
-  const latencies: number[] = [];
-  for (let i = 0; i < calls; i++) {
-    const t0 = performance.now();
-    await call();
-    latencies.push(performance.now() - t0);
+/**
+ * One call at a time, the paths taken in turn in blocks of `block` calls (a warm path, as in
+ * steady use, while a change in the machine's speed during the phase falls on every path
+ * alike): latencies in ms.
+ */
+async function sequential<K extends string>(calls: Record<K, () => Promise<unknown>>, each: number, block = 100) {
+  const names = Object.keys(calls) as K[];
+  const latencies = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<K, number[]>;
+  for (let done = 0; done < each; done += block) {
+    for (const name of names) {
+      for (let i = done; i < Math.min(each, done + block); i++) {
+        const t0 = performance.now();
+        await calls[name]();
+        latencies[name].push(performance.now() - t0);
+      }
+    }
   }
-  latencies.sort((a, b) => a - b);
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  return Object.fromEntries(names.map((name) => {
+    const sorted = latencies[name].sort((a, b) => a - b);
+    return [name, { p50: percentile(sorted, 50), p99: percentile(sorted, 99) }];
+  })) as Record<K, { p50: number; p99: number }>;
 }
 
 /** Closed loop with `concurrency` in flight: calls per second. */
@@ -160,14 +172,7 @@ async function main() {
     process.stderr.write('bench: sequential\n');
     const metricsUrl = `http://127.0.0.1:${port}/metrics`;
     const before = stageTotals(await (await fetch(metricsUrl)).text());
-    const seq = {
-      direct: await sequential(callDirect, SEQUENTIAL),
-      passthrough: await sequential(callPassthrough, SEQUENTIAL),
-      allow: await sequential(callGateway, SEQUENTIAL),
-      deny: await sequential(callDenied, SEQUENTIAL),
-      ping: await sequential(pingGateway, SEQUENTIAL),
-      directPing: await sequential(pingDirect, SEQUENTIAL),
-    };
+    const seq = await sequential({ direct: callDirect, passthrough: callPassthrough, allow: callGateway, deny: callDenied, ping: pingGateway, directPing: pingDirect }, SEQUENTIAL);
     const after = stageTotals(await (await fetch(metricsUrl)).text());
     report.push(`| sequential (${SEQUENTIAL} each) | p50 ms | p99 ms | added p50 ms | added p99 ms |`, '|---|---:|---:|---:|---:|');
     report.push(`| direct tools/call | ${f(seq.direct.p50)} | ${f(seq.direct.p99)} | | |`);
@@ -181,26 +186,40 @@ async function main() {
     // CPU per call of each process on the way (all threads, user + system): the two cores are
     // shared, so what a proxy spends per call is what the client and the upstream cannot.
     const pids = { client: process.pid, upstream: sandbox.child.pid!, passthrough: passthrough.child.pid!, gateway: product.child.pid! };
-    const cpuPerCall = async <T extends { rate: number }>(proxy: 'passthrough' | 'gateway' | undefined, run: () => Promise<T>) => {
+    /** CPU of the processes on a path (and the gateway's by thread), summed over the measurements given to it. */
+    const cpuMeter = (proxy: 'passthrough' | 'gateway' | undefined) => {
       const names = ['client', 'upstream', ...(proxy ? [proxy] : [])] as const;
-      const cpu = () => names.map((name) => cpuTimesOf(pids[name]));
-      const before = cpu();
-      const threadsBefore = proxy === 'gateway' ? cpuByThreadOf(pids.gateway) : undefined;
-      const started = performance.now();
-      const result = await run();
-      const after = cpu();
-      const threadsAfter = proxy === 'gateway' ? cpuByThreadOf(pids.gateway) : undefined;
-      const calls = result.rate * (performance.now() - started) / 1000;
-      const us = (seconds: number) => Math.round(seconds / calls * 1e6);
-      const parts = names.map((name, i) => {
-        const user = after[i]!.user - before[i]!.user;
-        const system = after[i]!.system - before[i]!.system;
-        return `${name} ${us(user + system)} (sys ${us(system)})`;
-      });
-      // The gateway process by thread name: its event loop ("node"), the engine's pools, GC helpers…
-      const threads = threadsAfter ? [...threadsAfter].map(([name, seconds]) => [name, seconds - (threadsBefore!.get(name) ?? 0)] as const)
-        .filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([name, seconds]) => `${name} ${us(seconds)}`).join(', ') : '';
-      return { ...result, cpu: parts.join(' / ') + (threads ? ` [${threads}]` : '') };
+      const spent = names.map(() => ({ user: 0, system: 0 }));
+      const threads = new Map<string, number>();
+      let calls = 0;
+      return {
+        async measure<T extends { rate: number }>(run: () => Promise<T>): Promise<T> {
+          const before = names.map((name) => cpuTimesOf(pids[name]));
+          const threadsBefore = proxy === 'gateway' ? cpuByThreadOf(pids.gateway) : undefined;
+          const started = performance.now();
+          const result = await run();
+          const after = names.map((name) => cpuTimesOf(pids[name]));
+          names.forEach((_, i) => {
+            spent[i]!.user += after[i]!.user - before[i]!.user;
+            spent[i]!.system += after[i]!.system - before[i]!.system;
+          });
+          if (threadsBefore) for (const [name, seconds] of cpuByThreadOf(pids.gateway)) threads.set(name, (threads.get(name) ?? 0) + seconds - (threadsBefore.get(name) ?? 0));
+          calls += result.rate * (performance.now() - started) / 1000;
+          return result;
+        },
+        report(): string {
+          const us = (seconds: number) => Math.round(seconds / calls * 1e6);
+          const parts = names.map((name, i) => `${name} ${us(spent[i]!.user + spent[i]!.system)} (sys ${us(spent[i]!.system)})`);
+          // The gateway process by thread name: its event loop ("node"), the engine's pools, GC helpers…
+          const top = [...threads].filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([name, seconds]) => `${name} ${us(seconds)}`).join(', ');
+          return parts.join(' / ') + (top ? ` [${top}]` : '');
+        },
+      };
+    };
+    const cpuPerCall = async <T extends { rate: number }>(proxy: 'passthrough' | 'gateway' | undefined, run: () => Promise<T>) => {
+      const meter = cpuMeter(proxy);
+      const result = await meter.measure(run);
+      return { ...result, cpu: meter.report() };
     };
     report.push('| load | path | p50 ms | p99 ms | calls/s | CPU µs per call |', '|---|---|---:|---:|---:|---|');
     for (const rate of RATES) {
@@ -215,19 +234,31 @@ async function main() {
     const breakdowns: string[] = [];
     for (const concurrency of CONCURRENCIES) {
       process.stderr.write(`bench: saturation, ${concurrency} in flight\n`);
-      const dSat = await cpuPerCall(undefined, async () => ({ rate: await saturation(callDirect, concurrency, SECONDS) }));
-      const pSat = await cpuPerCall('passthrough', async () => ({ rate: await saturation(callPassthrough, concurrency, SECONDS) }));
+      // Each path for SECONDS in all, in ROUNDS turns (direct, passthrough, gateway, again…):
+      // the machine's speed drifts over a run, and every path gets its share of each stretch.
+      const paths = { direct: cpuMeter(undefined), passthrough: cpuMeter('passthrough'), gateway: cpuMeter('gateway') };
+      const totals = { direct: 0, passthrough: 0, gateway: 0 };
+      const perRound: number[] = [];
       const satBefore = stageTotals(await (await fetch(metricsUrl)).text());
-      const gSat = await cpuPerCall('gateway', async () => ({ rate: await saturation(callGateway, concurrency, SECONDS) }));
+      for (let round = 0; round < ROUNDS; round++) {
+        const d = await paths.direct.measure(async () => ({ rate: await saturation(callDirect, concurrency, SECONDS / ROUNDS) }));
+        const p = await paths.passthrough.measure(async () => ({ rate: await saturation(callPassthrough, concurrency, SECONDS / ROUNDS) }));
+        const g = await paths.gateway.measure(async () => ({ rate: await saturation(callGateway, concurrency, SECONDS / ROUNDS) }));
+        totals.direct += d.rate / ROUNDS; totals.passthrough += p.rate / ROUNDS; totals.gateway += g.rate / ROUNDS;
+        perRound.push(g.rate / d.rate);
+      }
       breakdowns.push('', `${concurrency} in flight:`, ...stageBreakdown(satBefore, stageTotals(await (await fetch(metricsUrl)).text())));
+      const dSat = { rate: totals.direct, cpu: paths.direct.report() };
+      const pSat = { rate: totals.passthrough, cpu: paths.passthrough.report() };
+      const gSat = { rate: totals.gateway, cpu: paths.gateway.report() };
       report.push(`| ${concurrency} in flight | direct | | | ${dSat.rate.toFixed(0)} | ${dSat.cpu} |`);
       report.push(`| ${concurrency} in flight | bare passthrough | | | ${pSat.rate.toFixed(0)} | ${pSat.cpu} |`);
       report.push(`| ${concurrency} in flight | gateway | | | ${gSat.rate.toFixed(0)} | ${gSat.cpu} |`);
-      ratios.push(`${concurrency} in flight ${(gSat.rate / dSat.rate).toFixed(2)} (bare passthrough ${(pSat.rate / dSat.rate).toFixed(2)})`);
+      ratios.push(`${concurrency} in flight ${(gSat.rate / dSat.rate).toFixed(2)} (rounds ${perRound.map((r) => r.toFixed(2)).join(' ')}; bare passthrough ${(pSat.rate / dSat.rate).toFixed(2)})`);
     }
 
     console.log(`\nbench/mcp-overhead: tools/call github__get_me, ${POLICIES} policies on the agent, audit on`);
-    console.log(`${SECONDS}s per measurement; client, gateway process and upstream process share one 2-core machine over loopback\n`);
+    console.log(`${SECONDS}s per measurement (at saturation in ${ROUNDS} turns per path, the paths alternating; sequential calls in blocks of 100 per path, the paths alternating); client, gateway process and upstream process share one 2-core machine over loopback\n`);
     console.log(report.join('\n'));
     console.log(breakdowns.join('\n').replaceAll('mean over the sequential phase', 'mean at saturation'));
     console.log(`\nsaturation ratio gateway/direct: ${ratios.join(', ')} (goal >= 0.6); goals: sequential ALLOW added p50 <= 0.5 ms and p99 <= 2 ms, ping added p50 <= 0.2 ms, DENY p50 <= 0.5 ms (added to the direct ping)`);
