@@ -20,6 +20,7 @@ import { drainPending, Session } from 'chdb';
 import { schema, type Database } from '@portcullis/core';
 import { openAuditStore } from '../services/audit/src/store/audit-store.ts';
 import { seedStatement } from '../services/audit/src/testing/seed-audit-rows.ts';
+import { untilMergesSettle } from './store-settle.ts';
 import { apiClient, signInThroughOutbox, type ApiClient } from '../test/support/api-client.ts';
 import { startSplitTopology } from '../test/support/split-topology.ts';
 import { engineCsvExport } from './engine-csv-baseline.ts';
@@ -148,6 +149,7 @@ async function seedOwnedRows(storePath: string, shape: SeedShape, agentIds: read
       await run('TRUNCATE TABLE {staging:Identifier}.audit_entries');
     }
     await run('DROP DATABASE {staging:Identifier}');
+    console.log(`http export (gateway): background merges settled ${(await untilMergesSettle(session)).toFixed(1)} s after the seed`);
     return await engineCsvExport(session, shape.database, agentIds);
   } finally {
     session.close();

@@ -57,6 +57,7 @@ import { seedMemberId, seedPolicyDbId, seedRollupStatements, seedStatement } fro
 import { benchHttpExport } from './audit-http-export.ts';
 import { engineCsvExport } from './engine-csv-baseline.ts';
 import { sampleRss, type RssGrowth } from './rss-sampler.ts';
+import { untilMergesSettle } from './store-settle.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const INGEST = Number(process.env.BENCH_INGEST ?? 100_000);
@@ -227,7 +228,7 @@ async function seed(session: Session): Promise<void> {
     await session.queryBindAsync(sql, params, { format: 'TSV' });
   }
   for (const { sql, params } of seedRollupStatements(DATABASE)) await session.queryBindAsync(sql, params, { format: 'TSV' });
-  console.log(`seeded ${fmt(ROWS)} rows in ${fmt((performance.now() - started) / 1000, 1)} s`);
+  console.log(`seeded ${fmt(ROWS)} rows in ${fmt((performance.now() - started) / 1000, 1)} s; background merges settled after ${fmt(await untilMergesSettle(session), 1)} s more`);
 }
 
 const seededAgents = Array.from({ length: AGENTS }, (_, k) => `agent-${k}`);
