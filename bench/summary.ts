@@ -4,7 +4,8 @@
  * prints its own full report as it goes; run them alone for the full sizes), then measures
  * gateway throughput with 1 and with 2 gateway replicas (split processes on the machine's NATS
  * and Postgres, 64 calls in flight, against the same upstream called directly). Not a test:
- * nothing asserts on time. Knobs: BENCH_SUMMARY_SECONDS (8), BENCH_SUMMARY_SKIP (e.g. `audit`).
+ * nothing asserts on time. Knobs: BENCH_SUMMARY_SECONDS (8), BENCH_SUMMARY_SKIP (e.g. `audit`),
+ * BENCH_NODE_OPTIONS (NODE_OPTIONS of the split processes, e.g. `--import=<a script that profiles>`).
  */
 import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -14,7 +15,9 @@ import { apiClient, signInThroughOutbox } from '../test/support/api-client.ts';
 import { addMember, sandboxTokenIssuer } from '../test/support/fixtures.ts';
 import { repoRoot } from '../test/support/processes.ts';
 import { startSplitTopology } from '../test/support/split-topology.ts';
+import { readdirSync, readFileSync } from 'node:fs';
 import { stageBreakdown, stageTotals } from './stage-totals.ts';
+import { cpuByThreadOf, cpuTimesOf } from './rss-sampler.ts';
 
 const SECONDS = Number(process.env.BENCH_SUMMARY_SECONDS ?? 8);
 const SKIP = new Set((process.env.BENCH_SUMMARY_SKIP ?? '').split(',').filter(Boolean));
@@ -39,11 +42,23 @@ async function client(url: string, key: string) {
   return c;
 }
 
-/** Calls/s of `tool` with 64 in flight over `urls` (one MCP session per in-flight slot, spread over them). */
-async function saturate(urls: string[], key: string, tool: string, seconds: number): Promise<number> {
+/** The pid of the machine's `nats-server`, if one runs (split mode's bus: its CPU is part of each call). */
+function natsServerPid(): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try { if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server') return Number(entry); } catch { /* ended */ }
+  }
+  return undefined;
+}
+
+/** Calls/s of `tool` with 64 in flight over `urls` (one MCP session per in-flight slot, spread over them), and the CPU µs a call of each process in `pids`. */
+async function saturate(urls: string[], key: string, tool: string, seconds: number, pids: Record<string, number> = {}): Promise<number> {
   const clients = await Promise.all(Array.from({ length: 64 }, (_, i) => client(urls[i % urls.length]!, key)));
   let done = 0;
   const until = performance.now() + seconds * 1000;
+  const cpu = () => Object.fromEntries(Object.entries(pids).map(([name, pid]) => { const t = cpuTimesOf(pid); return [name, t.user + t.system]; }));
+  const cpuBefore = cpu();
+  const threadsBefore = pids.audit ? cpuByThreadOf(pids.audit) : undefined;
   const started = performance.now();
   await Promise.all(clients.map(async (c) => {
     while (performance.now() < until) {
@@ -52,12 +67,20 @@ async function saturate(urls: string[], key: string, tool: string, seconds: numb
     }
   }));
   const rate = done / ((performance.now() - started) / 1000);
+  const cpuAfter = cpu();
+  if (done > 0 && Object.keys(pids).length > 0) {
+    console.log(`  CPU µs a call at ${fmt(rate)} calls/s: ${Object.keys(pids).map((name) => `${name} ${fmt((cpuAfter[name]! - cpuBefore[name]!) / done * 1e6)}`).join(', ')}`);
+    if (threadsBefore) {
+      const threads = [...cpuByThreadOf(pids.audit!)].map(([name, sec]) => [name, sec - (threadsBefore.get(name) ?? 0)] as const).filter(([, sec]) => sec > 0).sort((a, b) => b[1] - a[1]).slice(0, 5);
+      console.log(`    the audit service by thread: ${threads.map(([name, sec]) => `${name} ${fmt(sec / done * 1e6)}`).join(', ')}`);
+    }
+  }
   await Promise.all(clients.map((c) => c.close()));
   return rate;
 }
 
 async function replicas() {
-  const t = await startSplitTopology({ gatewayCount: 2, env: { LOG_LEVEL: 'error' } });
+  const t = await startSplitTopology({ gatewayCount: 2, env: { LOG_LEVEL: 'error', ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}) } });
   try {
     const owner = apiClient(t.gateways[0]!);
     await signInThroughOutbox(owner, t.outboxDir, 'bench@example.com');
@@ -85,9 +108,11 @@ async function replicas() {
     await Promise.all([d.close(), g.close()]);
     console.log(`\nsplit mode, sequential: direct p50 ${seqDirect.p50.toFixed(3)} ms p99 ${seqDirect.p99.toFixed(3)} ms; gateway p50 ${seqGateway.p50.toFixed(3)} ms p99 ${seqGateway.p99.toFixed(3)} ms; added p50 ${(seqGateway.p50 - seqDirect.p50).toFixed(3)} ms`);
     rows.push(['split mode: sequential ALLOW added p50 / p99', `${(seqGateway.p50 - seqDirect.p50).toFixed(3)} / ${(seqGateway.p99 - seqDirect.p99).toFixed(3)} ms`, `direct p50 ${seqDirect.p50.toFixed(3)} ms`, '']);
-    const direct = await saturate([`${t.sandboxUrl}/github/mcp`], token, 'get_me', SECONDS);
-    const one = await saturate([`${t.gateways[0]}/mcp`], memberKey, 'github__get_me', SECONDS);
-    const two = await saturate(t.gateways.map((g) => `${g}/mcp`), memberKey, 'github__get_me', SECONDS);
+    const nats = natsServerPid();
+    const pids = { client: process.pid, ...Object.fromEntries(Object.entries(t.processes).map(([name, p]) => [name, p.child.pid!])), ...(nats ? { 'nats-server': nats } : {}) };
+    const direct = await saturate([`${t.sandboxUrl}/github/mcp`], token, 'get_me', SECONDS, pids);
+    const one = await saturate([`${t.gateways[0]}/mcp`], memberKey, 'github__get_me', SECONDS, pids);
+    const two = await saturate(t.gateways.map((g) => `${g}/mcp`), memberKey, 'github__get_me', SECONDS, pids);
     console.log(`\nreplicas: direct ${fmt(direct)} calls/s, 1 gateway ${fmt(one)} calls/s, 2 gateways ${fmt(two)} calls/s`);
     rows.push(['throughput, 1 gateway (64 in flight)', `${fmt(one)} calls/s`, `direct ${fmt(direct)}`, (one / direct).toFixed(2)]);
     rows.push(['throughput, 2 gateways (64 in flight)', `${fmt(two)} calls/s`, `1 gateway ${fmt(one)}`, (two / one).toFixed(2)]);
