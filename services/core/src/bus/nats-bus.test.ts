@@ -122,3 +122,35 @@ describe('NATS bus: live audit entries (onAuditEntry)', () => {
     offControl();
   });
 });
+
+describe('NATS bus: the audit consumer\'s batches under a steady stream', () => {
+  const batchPrefix = uniqueSubjectPrefix('bus_batch');
+  let bus: Bus;
+  beforeAll(async () => { bus = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: batchPrefix, name: 'batching' }); });
+  afterAll(async () => {
+    await bus.close();
+    await deleteTestStreams(TEST_NATS_URL, batchPrefix);
+  });
+
+  it('writes a partial batch once per wait, not back to back while entries keep arriving; every entry once', async () => {
+    const batches: string[][] = [];
+    // Each write takes 150 ms while an entry arrives every 20 ms for 2 s: a writer that went on
+    // writing what arrived during its own write would make a batch every ~150 ms (13 or more);
+    // one that waits makes one per 400 ms wait (about 6).
+    const consumer = await bus.consumeAudit({
+      batchSize: 10_000, maxWaitMs: 400,
+      handle: async (batch) => { batches.push(batch.map((e) => e.id)); await new Promise((resolve) => setTimeout(resolve, 150)); },
+    });
+    const published: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const e = entry();
+      published.push(e.id);
+      await bus.publishAudit(e);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await consumer.drain();
+    expect(batches.flat().sort()).toEqual([...published].sort());
+    expect(batches.length).toBeGreaterThan(1);
+    expect(batches.length).toBeLessThanOrEqual(9);
+  });
+});
