@@ -41,6 +41,7 @@ import { validationApiError } from './api/validation.ts';
 import { oauthServerRoutes, oauthRateLimitsOf } from './oauth/oauth-routes.ts';
 import { oauthConsentRoutes } from './oauth/consent-routes.ts';
 import type { AgentOAuth } from './oauth/agent-oauth.ts';
+import { oauthUrlsOf } from './oauth/oauth-provider.ts';
 
 export interface AppDeps {
   config: Pick<GatewayConfig, 'NODE_ENV' | 'HOST' | 'MCP_ALLOWED_ORIGINS' | 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT'> & RateLimitConfig & { publicUrl: string };
@@ -188,7 +189,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, connectFlow: deps.connectFlow });
     await entitiesRoutes(api, { db: deps.db, auth: deps.auth, refresh: deps.entityRefresh });
     await api.register(webhooksRoutes, { db: deps.db, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });
-    await oauthConsentRoutes(api, { db: deps.db, auth: deps.auth, grants: deps.oauth.grants, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });
+    await oauthConsentRoutes(api, { db: deps.db, auth: deps.auth, grants: deps.oauth.grants, secret: deps.secret, issuer: oauthUrlsOf(deps.config.publicUrl).issuer, ...(deps.now ? { now: deps.now } : {}) });
     await statusRoutes(api, { probes: deps.probes });
     if (deps.dashboard) {
       const dashboard = deps.dashboard;

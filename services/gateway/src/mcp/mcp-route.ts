@@ -87,7 +87,9 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     const key = bearerOf(request);
     const context = key ? await timed('key', () => (key.startsWith('pcm_') ? options.resolver : options.agentTokens).resolve(key)) : undefined;
     if (!context) {
-      reply.header('WWW-Authenticate', `Bearer realm="portcullis", error="invalid_token", resource_metadata="${options.resourceMetadataUrl}"`);
+      // RFC 6750 §3.1: a request without credentials gets the challenge without an error code.
+      const error = key ? 'error="invalid_token", ' : '';
+      reply.header('WWW-Authenticate', `Bearer realm="portcullis", ${error}resource_metadata="${options.resourceMetadataUrl}"`);
       return rpcError(reply, 401, JSONRPC_UNAUTHORIZED, key ? 'Invalid or revoked member key' : 'A member key is required: Authorization: Bearer pcm_…');
     }
     request.mcpContext = context;

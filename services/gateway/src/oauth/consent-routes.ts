@@ -8,6 +8,7 @@ import { agentIdParams, loadAgentAccess } from '../modules/agents/agent-access.t
 import { requireUser } from '../plugins/session-auth.ts';
 import { MAX_SIGNED_REQUEST_LENGTH, readAuthorizationRequest, type PendingAuthorization } from './authorization-request.ts';
 import type { GrantStore } from './grant-store.ts';
+import { withIssuer } from './redirect-uris.ts';
 
 const { agents, mcpOAuthClients: clients, mcpOAuthGrants: grants, memberKeys, members } = schema;
 
@@ -42,7 +43,7 @@ function hostOf(uri: string): string {
  * included) and the member key of the chosen agent, once. Owners list and revoke every grant
  * on their agent; members their own; anyone else gets the agent's usual 404.
  */
-export async function oauthConsentRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; grants: GrantStore; secret: string; now?: () => number }) {
+export async function oauthConsentRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; grants: GrantStore; secret: string; issuer: string; now?: () => number }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const onRequest = requireUser(options.auth);
   const now = options.now ?? Date.now;
@@ -60,7 +61,7 @@ export async function oauthConsentRoutes(fastify: FastifyInstance, options: { db
     const url = new URL(request.redirectUri);
     for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
     if (request.state !== undefined) url.searchParams.set('state', request.state);
-    return { redirectTo: url.href };
+    return { redirectTo: withIssuer(url.href, options.issuer) };
   }
 
   app.get('/api/oauth/consent', { schema: { tags, querystring: consentQuery, response: { 200: consentAnswer } }, onRequest }, async (request) => {

@@ -31,14 +31,18 @@ describe('the authorization server endpoints (Fastify in front of the MCP SDK ha
       issuer: HARNESS_ORIGIN, authorization_endpoint: `${HARNESS_ORIGIN}/oauth/authorize`, token_endpoint: `${HARNESS_ORIGIN}/oauth/token`,
       registration_endpoint: `${HARNESS_ORIGIN}/oauth/register`, revocation_endpoint: `${HARNESS_ORIGIN}/oauth/revoke`,
       code_challenge_methods_supported: ['S256'], token_endpoint_auth_methods_supported: ['none'],
+      authorization_response_iss_parameter_supported: true,
     });
   });
 
-  it('/mcp without a credential names the metadata in WWW-Authenticate; a made-up token is refused the same way', async () => {
-    for (const authorization of [undefined, 'Bearer pco_' + 'x'.repeat(43), 'Bearer pcr_' + 'x'.repeat(43)]) {
+  it('/mcp without a credential names the metadata in WWW-Authenticate (no error code, RFC 6750 §3.1); a made-up token is refused as invalid_token', async () => {
+    const metadata = `resource_metadata="${HARNESS_ORIGIN}/.well-known/oauth-protected-resource/mcp"`;
+    for (const authorization of [undefined, 'Bearer pco_' + 'x'.repeat(43), 'Bearer pcr_' + 'x'.repeat(43), 'Bearer pcm_' + 'x'.repeat(43)]) {
       const res = await h.app.inject({ method: 'POST', url: '/mcp', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, payload: '{}' });
       expect(res.statusCode).toBe(401);
-      expect(res.headers['www-authenticate']).toBe(`Bearer realm="portcullis", error="invalid_token", resource_metadata="${HARNESS_ORIGIN}/.well-known/oauth-protected-resource/mcp"`);
+      expect(res.headers['www-authenticate'], authorization).toBe(authorization
+        ? `Bearer realm="portcullis", error="invalid_token", ${metadata}`
+        : `Bearer realm="portcullis", ${metadata}`);
     }
   });
 

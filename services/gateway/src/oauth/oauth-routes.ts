@@ -8,7 +8,7 @@ import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/
 import { ApiError, type Database } from '@portcullis/core';
 import { clientIpKey, createLimiters, createSharedLimiters, type Limit, type LimitHook, type RateLimitConfig } from '../plugins/rate-limits.ts';
 import { oauthUrlsOf } from './oauth-provider.ts';
-import { isLoopbackHttp } from './redirect-uris.ts';
+import { isLoopbackHttp, withIssuer } from './redirect-uris.ts';
 
 export interface OAuthRateLimits {
   /** `POST /oauth/register`, per client IP, counted in Postgres (every replica shares it). */
@@ -50,13 +50,14 @@ function oauthLimited(limit: LimitHook): LimitHook {
  * browser there unasked. The consent page (ours) and loopback redirects (the member's own
  * machine) are still redirected to; after consent, the member has seen the host (decision 051).
  */
-function noUntrustedRedirects(consentPage: string) {
+function noUntrustedRedirects(urls: { consentPage: string; issuer: string }) {
   return (_req: Request, res: Response, next: NextFunction) => {
     const redirect = res.redirect.bind(res) as (status: number, url: string) => void;
     res.redirect = ((status: number | string, url?: string) => {
       const target = typeof status === 'string' ? status : url!;
       const code = typeof status === 'number' ? status : 302;
-      if (target.startsWith(`${consentPage}?`) || isLoopbackHttp(target)) return redirect(code, target);
+      if (target.startsWith(`${urls.consentPage}?`)) return redirect(code, target);
+      if (isLoopbackHttp(target)) return redirect(code, withIssuer(target, urls.issuer));
       const params = new URL(target).searchParams;
       res.status(400).set('cache-control', 'no-store').json({
         error: params.get('error') ?? 'invalid_request', error_description: params.get('error_description') ?? 'The authorization request is not valid.',
@@ -80,7 +81,7 @@ export async function oauthServerRoutes(app: FastifyInstance, options: {
 
   const handlers = express();
   handlers.disable('x-powered-by');
-  handlers.use('/oauth/authorize', noUntrustedRedirects(urls.consentPage));
+  handlers.use('/oauth/authorize', noUntrustedRedirects(urls));
   handlers.use('/oauth/authorize', authorizationHandler({ provider: options.provider, rateLimit: false }));
   handlers.use('/oauth/token', tokenHandler({ provider: options.provider, rateLimit: false }));
   handlers.use('/oauth/register', clientRegistrationHandler({ clientsStore: options.provider.clientsStore, rateLimit: false, clientSecretExpirySeconds: 0 }));
@@ -119,6 +120,7 @@ export async function oauthServerRoutes(app: FastifyInstance, options: {
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: ['none'],
     revocation_endpoint_auth_methods_supported: ['none'],
+    authorization_response_iss_parameter_supported: true,
   };
   for (const url of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
     app.get(url, { schema: { hide: true } }, async (_request, reply) => reply.headers(cors).send(protectedResource));

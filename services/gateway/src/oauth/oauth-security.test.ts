@@ -52,6 +52,7 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     expect(loopback.statusCode).toBe(302);
     const landing = new URL(loopback.headers.location!);
     expect([landing.origin, landing.searchParams.get('error')]).toEqual(['http://127.0.0.1:9', 'invalid_request']);
+    expect(landing.searchParams.get('iss'), 'RFC 9207: the error names its issuer').toBe(HARNESS_ORIGIN);
     // A valid request still goes to the consent page, which shows the host before anything is sent there.
     const valid = await send(base, { url: authorizeUrl({ client_id, redirect_uri: 'https://phish.example/landing', response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256' }) });
     expect(valid.statusCode).toBe(302);
@@ -107,6 +108,7 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     const denied = await h.request({ method: 'POST', url: '/api/oauth/consent/deny', payload: { request }, cookie });
     expect(denied.statusCode, denied.body).toBe(200);
     expect(new URL(denied.json().redirectTo).searchParams.get('state')).toBe('"'.repeat(1000));
+    expect(new URL(denied.json().redirectTo).searchParams.get('iss'), 'RFC 9207: the answer names its issuer').toBe(HARNESS_ORIGIN);
     // Longer than consent could take once signed (every character escaped): refused at authorize, in the OAuth format.
     const tooLarge = await send(base, { url: authorizeUrl({ client_id, redirect_uri: redirect, response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256', state: '\u0001'.repeat(1000) }) });
     expect(tooLarge.statusCode).toBe(400);
@@ -131,6 +133,7 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     const request = new URL(sent.headers.location!).searchParams.get('request')!;
     const consent = await h.request({ method: 'POST', url: '/api/oauth/consent', payload: { request, agentId: m.agentId, memberKey: m.memberKey }, cookie: m.cookie });
     expect(consent.statusCode, consent.body).toBe(200);
+    expect(new URL(consent.json().redirectTo).searchParams.get('iss'), 'RFC 9207: the answer names its issuer').toBe(HARNESS_ORIGIN);
     return { client_id, code: new URL(consent.json().redirectTo).searchParams.get('code')! };
   }
 

@@ -34,3 +34,13 @@ export function redirectUriProblem(uri: string): string | undefined {
   if (url.protocol === 'http:') return `http redirect URIs must point at a loopback host (localhost, 127.0.0.1, [::1]), not ${url.hostname}`;
   return `redirect URIs must use https (or http to a loopback host), not ${url.protocol.replace(/:$/, '')}`;
 }
+
+/**
+ * RFC 9207: every authorization response names the issuer it comes from (`iss`), so that a
+ * client talking to several authorization servers can tell which one answered (mix-up attacks).
+ */
+export function withIssuer(redirectUri: string, issuer: string): string {
+  const url = new URL(redirectUri);
+  url.searchParams.set('iss', issuer);
+  return url.href;
+}
