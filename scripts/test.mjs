@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: makes sure what the suites need is on this machine, then runs every suite.
 // Postgres and NATS JetStream are started when stopped; Chromium is installed when missing.
-import { execSync, spawnSync } from 'node:child_process';
+import { execSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, mkdtempSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -83,11 +83,29 @@ if (svelte.status !== 0) {
   process.exit(1);
 }
 
-const report = join(mkdtempSync(join(tmpdir(), 'pc-test-')), 'vitest.json');
-const run = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)], { stdio: 'inherit' });
-if (existsSync(report)) {
+// The e2e project runs its files one at a time (they start whole products) and leaves about one
+// of this machine's two cores idle; the unit project runs beside it on one worker instead of
+// before it on two (a whole run measured 22.8 → 17.8 minutes). With arguments (a file, a filter) one
+// vitest runs them as given.
+const reports = mkdtempSync(join(tmpdir(), 'pc-test-'));
+const vitest = (name, args) => new Promise((resolve) => {
+  const report = join(reports, `${name}.json`);
+  const child = spawn('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args], { stdio: 'inherit' });
+  child.on('exit', (code) => resolve({ report, status: code ?? 1 }));
+});
+const runs = await Promise.all(process.argv.length > 2
+  ? [vitest('all', process.argv.slice(2))]
+  : [vitest('e2e', ['--project=e2e']), vitest('unit', ['--project=unit', '--maxWorkers=1', '--no-cache'])]);
+const totals = { passed: 0, failed: 0, skipped: 0 };
+for (const { report, status } of runs) {
+  if (!existsSync(report)) {
+    totals.failed += status === 0 ? 0 : 1;
+    continue;
+  }
   const r = JSON.parse(readFileSync(report, 'utf8'));
-  const skipped = r.numPendingTests + r.numTodoTests;
-  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`);
+  totals.passed += r.numPassedTests;
+  totals.failed += r.numFailedTests + (status !== 0 && r.numFailedTests === 0 ? 1 : 0);
+  totals.skipped += r.numPendingTests + r.numTodoTests;
 }
-process.exit(run.status ?? 1);
+console.log(`${totals.passed} passed, ${totals.failed} failed${totals.skipped ? `, ${totals.skipped} skipped` : ''}`);
+process.exit(runs.every((r) => r.status === 0) ? 0 : 1);
