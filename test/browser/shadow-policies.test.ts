@@ -66,6 +66,15 @@ describe('a shadow policy\'s page in a real browser (issue 20)', () => {
     const { page, screenshot, consoleErrors } = owner;
     await page.goto(`/agents/${agentId}/policies`);
     await expect.poll(() => page.locator('tr', { hasText: 'No profile lookups' }).textContent()).toContain('(shadow)');
+    // The list filters by mode, kept in the URL like its other filters.
+    const rowTexts = () => page.locator('tbody tr').allTextContents();
+    await page.getByLabel('Mode').selectOption('enforce');
+    await page.waitForURL(/[?&]mode=enforce/);
+    await expect.poll(async () => (await rowTexts()).some((row) => row.includes('No profile lookups'))).toBe(false);
+    await page.getByLabel('Mode').selectOption('shadow');
+    await page.waitForURL(/[?&]mode=shadow/);
+    await expect.poll(async () => (await rowTexts()).filter((row) => row.includes('No profile lookups')).length).toBe(1);
+    expect((await rowTexts()).every((row) => row.includes('(shadow)'))).toBe(true);
     await page.getByRole('link', { name: 'No profile lookups' }).click();
     await page.waitForURL(new RegExp(`/policies/${policyId}$`));
     const panel = page.getByTestId('shadow-results');

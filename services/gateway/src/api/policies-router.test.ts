@@ -53,7 +53,7 @@ describe('GET /api/agents/:id/policies', () => {
   let agentId: string;
   beforeAll(async () => {
     agentId = await roles.agentWithMembers({ name: 'Listing' });
-    await seedPolicy(agentId, { policyKey: 'alpha', name: 'alpha rule', service: 'github', effect: 'forbid', createdAt: new Date('2026-01-01') });
+    await seedPolicy(agentId, { policyKey: 'alpha', name: 'alpha rule', service: 'github', effect: 'forbid', mode: 'shadow', shadowSince: new Date('2026-01-01'), createdAt: new Date('2026-01-01') });
     await seedPolicy(agentId, { policyKey: 'beta', name: 'Beta rule', service: 'slack', effect: 'permit', enabled: false, createdAt: new Date('2026-01-02') });
     await seedPolicy(agentId, { policyKey: 'gamma', name: 'Gamma 100%', service: 'github', effect: 'forbid', denyMessage: 'Not now', createdAt: new Date('2026-01-03') });
   });
@@ -102,6 +102,9 @@ describe('GET /api/agents/:id/policies', () => {
     ['?effect=forbid', ['gamma', 'alpha']],
     ['?enabled=false', ['beta']],
     ['?enabled=true&service=github', ['gamma', 'alpha']],
+    ['?mode=shadow', ['alpha']],
+    ['?mode=enforce', ['gamma', 'beta']],
+    ['?mode=enforce&effect=forbid', ['gamma']],
     ['?search=RULE', ['beta', 'alpha']],
     ['?search=gam', ['gamma']],
     ['?search=%25', ['gamma']],
@@ -119,7 +122,7 @@ describe('GET /api/agents/:id/policies', () => {
     else expect(result.total).toBe(3);
   });
 
-  it.each(['?limit=0', '?sortBy=triggerCount', '?enabled=yes', '?effect=maybe', '?bogus=1', '?offset=-1'])('refuses %s with 400 naming the field', async (query) => {
+  it.each(['?limit=0', '?sortBy=triggerCount', '?enabled=yes', '?effect=maybe', '?mode=dry-run', '?bogus=1', '?offset=-1'])('refuses %s with 400 naming the field', async (query) => {
     const res = await h.request({ method: 'GET', url: `/api/agents/${agentId}/policies${query}`, cookie: owner });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ error: { code: 'invalid_request', details: { field: expect.any(String) } } });

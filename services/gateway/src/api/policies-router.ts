@@ -21,6 +21,8 @@ export const policyListQuerySchema = z.strictObject({
   service: z.string().trim().max(64).optional(),
   effect: policyEffectSchema.optional(),
   enabled: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+  /** Enforced or shadow policies only (decision 061); beyond the spec's filters. */
+  mode: policyModeSchema.optional(),
   sortBy: z.enum(['name', 'policyKey', 'service', 'effect', 'enabled', 'createdAt', 'updatedAt']).default('createdAt'),
   sortDir: z.enum(['asc', 'desc']).default('desc'),
   // Above 200 is clamped, as the agents list and the audit query clamp above their maximum.

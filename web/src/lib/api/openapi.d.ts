@@ -1848,6 +1848,7 @@ export interface paths {
                     service?: string;
                     effect?: "forbid" | "permit" | "require_approval";
                     enabled?: "true" | "false";
+                    mode?: "enforce" | "shadow";
                     sortBy?: "name" | "policyKey" | "service" | "effect" | "enabled" | "createdAt" | "updatedAt";
                     sortDir?: "asc" | "desc";
                     limit?: number;

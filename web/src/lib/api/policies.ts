@@ -13,6 +13,7 @@ export interface PolicyListQuery {
   service?: string;
   effect?: PolicyEffect;
   enabled?: 'true' | 'false';
+  mode?: 'enforce' | 'shadow';
   sortBy?: PolicySortKey;
   sortDir?: 'asc' | 'desc';
   limit?: number;

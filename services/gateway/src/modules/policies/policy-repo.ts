@@ -38,11 +38,12 @@ const keyTakenError = (policyKey: string) =>
  * `agents.policy_version`: a reader sees all of it or none of it.
  */
 export function createPolicyRepo(db: Database) {
-  function filtersOf(agentId: string, query: Pick<PolicyListQuery, 'search' | 'service' | 'effect' | 'enabled'>): SQL {
+  function filtersOf(agentId: string, query: Pick<PolicyListQuery, 'search' | 'service' | 'effect' | 'enabled' | 'mode'>): SQL {
     const conditions: SQL[] = [eq(policies.agentId, agentId)];
     if (query.service !== undefined) conditions.push(eq(policies.service, query.service));
     if (query.effect !== undefined) conditions.push(eq(policies.effect, query.effect));
     if (query.enabled !== undefined) conditions.push(eq(policies.enabled, query.enabled));
+    if (query.mode !== undefined) conditions.push(eq(policies.mode, query.mode));
     if (query.search) {
       const pattern = likePattern(query.search);
       conditions.push(or(ilike(policies.name, pattern), ilike(policies.policyKey, pattern))!);

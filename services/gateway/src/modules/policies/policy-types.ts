@@ -145,6 +145,7 @@ export interface PolicyListQuery {
   service?: string | undefined;
   effect?: PolicyEffect | undefined;
   enabled?: boolean | undefined;
+  mode?: PolicyMode | undefined;
   sortBy: PolicySortKey;
   sortDir: 'asc' | 'desc';
   limit: number;
