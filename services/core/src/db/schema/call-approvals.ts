@@ -24,6 +24,12 @@ export const callApprovals = pgTable('call_approvals', {
   service: text('service').notNull(),
   tool: text('tool').notNull(),
   toolArgs: jsonb('tool_args').$type<Record<string, unknown>>().notNull(),
+  /**
+   * The held call's exact arguments, sealed under the server secret, so the approver sees what
+   * will run (issue 29). Set while the request is open or approved; cleared (null) once the
+   * approval is used, denied or expires — the audit keeps only the redacted form.
+   */
+  sealedArgs: text('sealed_args'),
   /** sha256 hex of the RFC 8785 canonical JSON of the arguments. */
   argsDigest: text('args_digest').notNull(),
   /** The first matched approval policy (by key): what the page shows. */
@@ -65,3 +71,15 @@ export const callApprovalMail = pgTable('call_approval_mail', {
   agentId: uuid('agent_id').primaryKey().references(() => agents.id, { onDelete: 'cascade' }),
   lastSentAt: timestamp('last_sent_at', { withTimezone: true }).notNull(),
 });
+
+/**
+ * Each time a person unmasked a secret-looking span of a held call's arguments (issue 29): who,
+ * when, which request. Kept after the sealed arguments are destroyed.
+ */
+export const callApprovalReveals = pgTable('call_approval_reveals', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  approvalId: uuid('approval_id').notNull().references(() => callApprovals.id, { onDelete: 'cascade' }),
+  userId: uuid('user_id').references(() => users.id, { onDelete: 'set null' }),
+  userEmail: text('user_email').notNull(),
+  revealedAt: timestamp('revealed_at', { withTimezone: true }).notNull().defaultNow(),
+}, (t) => [index('call_approval_reveals_approval_idx').on(t.approvalId, t.revealedAt)]);

@@ -15,6 +15,6 @@ export { harvestedEntities } from './harvested-entities.ts';
 export { toolSessions, type ToolSessionStatus } from './tool-sessions.ts';
 export { deletedAgentOwners } from './deleted-agent-owners.ts';
 export { rateLimitEvents } from './rate-limit-events.ts';
-export { mcpOAuthClients, mcpOAuthGrants, mcpOAuthTokens, type McpOAuthSecretKind } from './mcp-oauth.ts';
+export { mcpOAuthClients, mcpOAuthConsentUses, mcpOAuthGrants, mcpOAuthTokens, type McpOAuthSecretKind } from './mcp-oauth.ts';
 export { auditSinks, type AuditSinkKind } from './audit-sinks.ts';
-export { callApprovalMail, callApprovals, type CallApprovalStatus } from './call-approvals.ts';
+export { callApprovalMail, callApprovalReveals, callApprovals, type CallApprovalStatus } from './call-approvals.ts';

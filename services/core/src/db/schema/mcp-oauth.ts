@@ -56,3 +56,13 @@ export const mcpOAuthTokens = pgTable('mcp_oauth_tokens', {
   usedAt: timestamp('used_at', { withTimezone: true }),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
 }, (t) => [index('mcp_oauth_tokens_grant_idx').on(t.grantId)]);
+
+/**
+ * Signed consent requests already answered (issue 29): the digest of the signed request, so the
+ * same request cannot be approved twice to mint several codes. Rows past `expires_at` can go.
+ */
+export const mcpOAuthConsentUses = pgTable('mcp_oauth_consent_uses', {
+  requestDigest: text('request_digest').primaryKey(),
+  usedAt: timestamp('used_at', { withTimezone: true }).notNull().defaultNow(),
+  expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+});
