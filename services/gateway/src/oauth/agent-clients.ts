@@ -4,7 +4,7 @@ import { CustomOAuthError, InvalidClientMetadataError } from '@modelcontextproto
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
 import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { schema, type Database } from '@portcullis/core';
-import { MAX_REDIRECT_URIS, redirectUriProblem } from './redirect-uris.ts';
+import { CONTROL_CHARACTER, MAX_REDIRECT_URIS, redirectUriProblem } from './redirect-uris.ts';
 
 const { mcpOAuthClients } = schema;
 
@@ -42,6 +42,10 @@ export function createAgentClients(db: Database): OAuthRegisteredClientsStore {
       const texts = [...client.redirect_uris, client.client_uri, client.software_id, client.software_version];
       if (texts.some((text) => typeof text === 'string' && LONE_SURROGATE.test(text))) {
         throw new InvalidClientMetadataError('Client metadata must be well-formed Unicode text.');
+      }
+      // A NUL is no text Postgres stores either (it was a 500); control characters have no place in these fields.
+      if ([client.client_uri, client.software_id, client.software_version].some((text) => typeof text === 'string' && CONTROL_CHARACTER.test(text))) {
+        throw new InvalidClientMetadataError('Client metadata must not contain control characters.');
       }
       if (client.redirect_uris.length === 0) throw new CustomOAuthError('invalid_redirect_uri', 'Register at least one redirect URI.');
       if (client.redirect_uris.length > MAX_REDIRECT_URIS) throw new CustomOAuthError('invalid_redirect_uri', `Register at most ${MAX_REDIRECT_URIS} redirect URIs.`);

@@ -1,4 +1,4 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
 /** How long a member has to sign in and consent after the client sent them to `/oauth/authorize`. */
 export const REQUEST_LIFETIME_MS = 15 * 60_000;
@@ -48,4 +48,13 @@ export function readAuthorizationRequest(secret: string, signed: string, now: nu
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What identifies a signed request once it is answered: the digest of its signed body (the MAC
+ * covers the body exactly, while base64url decoding of the MAC tolerates variants), so the
+ * same request cannot be consented to twice in another spelling.
+ */
+export function authorizationRequestDigest(signed: string): string {
+  return createHash('sha256').update(signed.split('.')[0] ?? '').digest('hex');
 }

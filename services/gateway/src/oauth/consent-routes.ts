@@ -6,7 +6,7 @@ import { ApiError, schema, type Database } from '@portcullis/core';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { agentIdParams, loadAgentAccess } from '../modules/agents/agent-access.ts';
 import { requireUser } from '../plugins/session-auth.ts';
-import { MAX_SIGNED_REQUEST_LENGTH, readAuthorizationRequest, type PendingAuthorization } from './authorization-request.ts';
+import { authorizationRequestDigest, MAX_SIGNED_REQUEST_LENGTH, readAuthorizationRequest, type PendingAuthorization } from './authorization-request.ts';
 import type { GrantStore } from './grant-store.ts';
 import { withIssuer } from './redirect-uris.ts';
 
@@ -83,12 +83,14 @@ export async function oauthConsentRoutes(fastify: FastifyInstance, options: { db
 
   app.post('/api/oauth/consent', { schema: { tags, body: approveBody, response: { 200: redirectAnswer } }, onRequest }, async (request) => {
     const { request: pendingRequest } = await pending(request.body.request);
-    const code = await options.grants.consent({ request: pendingRequest, userId: request.user!.id, agentId: request.body.agentId, memberKey: request.body.memberKey });
+    const answered = { digest: authorizationRequestDigest(request.body.request), expiresAt: pendingRequest.expiresAt };
+    const code = await options.grants.consent({ request: pendingRequest, answered, userId: request.user!.id, agentId: request.body.agentId, memberKey: request.body.memberKey });
     return back(pendingRequest, { code });
   });
 
   app.post('/api/oauth/consent/deny', { schema: { tags, body: denyBody, response: { 200: redirectAnswer } }, onRequest }, async (request) => {
     const { request: pendingRequest } = await pending(request.body.request);
+    await options.grants.decline({ digest: authorizationRequestDigest(request.body.request), expiresAt: pendingRequest.expiresAt });
     return back(pendingRequest, { error: 'access_denied', error_description: 'The member declined the request.' });
   });
 

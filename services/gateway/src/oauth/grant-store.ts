@@ -5,9 +5,12 @@ import { ApiError, digestKey, looksLikeMemberKey, rewrapMemberVault, schema, Vau
 import { generateAgentToken, LIFETIME_MS, looksLikeAgentToken, type AgentTokenKind } from './agent-tokens.ts';
 import type { PendingAuthorization } from './authorization-request.ts';
 
-const { mcpOAuthGrants: grants, mcpOAuthTokens: tokens, memberKeys, members } = schema;
+const { mcpOAuthConsentUses: consentUses, mcpOAuthGrants: grants, mcpOAuthTokens: tokens, memberKeys, members } = schema;
 
 type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+
+/** A signed authorization request as consent answers it: its digest (`authorizationRequestDigest`) and when it stops being usable. */
+export interface AnsweredRequest { digest: string; expiresAt: number }
 
 /** The member's vault key re-wrapped from one secret to another; null stays null (no vault). */
 function rewrap(memberId: string, wrapped: string | null, from: string, to: string): string | null {
@@ -49,6 +52,19 @@ export function createGrantStore(deps: { db: Database; bus: Pick<Bus, 'publishCh
     // The refresh tokens stay (to refuse them by name) but no longer open the member's vault.
     await tx.update(tokens).set({ wrappedVaultKey: null }).where(eq(tokens.grantId, grantId));
     return row;
+  }
+
+  /**
+   * Records that `request` has been answered (approved or denied), or refuses with 409
+   * `conflict` (`request_used`) when it already was: one answer per signed request, so one
+   * consent mints one code. Rows of requests past their lifetime go as answers come in.
+   */
+  async function answerOnce(tx: Tx, request: AnsweredRequest, at: number): Promise<void> {
+    await tx.delete(consentUses).where(sql`${consentUses.requestDigest} in (
+      select ${consentUses.requestDigest} from ${consentUses} where ${consentUses.expiresAt} < ${new Date(at).toISOString()}::timestamptz limit 100 for update skip locked)`);
+    const [claimed] = await tx.insert(consentUses).values({ requestDigest: request.digest, usedAt: new Date(at), expiresAt: new Date(request.expiresAt) })
+      .onConflictDoNothing().returning({ digest: consentUses.requestDigest });
+    if (!claimed) throw new ApiError('conflict', 'This authorization request was already answered: start again from your MCP client.', { reason: 'request_used' });
   }
 
   function announce(grantId: string, revoked: { agentId: string } | undefined): void {
@@ -105,7 +121,7 @@ export function createGrantStore(deps: { db: Database; bus: Pick<Bus, 'publishCh
      * Consent: the signed-in user lets the pending request's client act as their membership of
      * `agentId`, proven with their member key (decision 052). Answers the code to send back.
      */
-    async consent(o: { request: PendingAuthorization; userId: string; agentId: string; memberKey: string }): Promise<string> {
+    async consent(o: { request: PendingAuthorization; answered: AnsweredRequest; userId: string; agentId: string; memberKey: string }): Promise<string> {
       const [member] = await db.select().from(members).where(and(eq(members.agentId, o.agentId), eq(members.userId, o.userId))).limit(1);
       if (!member || member.status === 'rejected') throw new ApiError('not_found', 'Agent not found.');
       if (member.status !== 'approved') throw new ApiError('forbidden', 'Your membership of this agent is still pending approval.');
@@ -116,6 +132,7 @@ export function createGrantStore(deps: { db: Database; bus: Pick<Bus, 'publishCh
       const code = generateAgentToken('code');
       const at = now();
       await db.transaction(async (tx) => {
+        await answerOnce(tx, o.answered, at);
         const [grant] = await tx.insert(grants).values({ clientId: o.request.clientId, agentId: o.agentId, memberId: member.id, keyId: key.id, resource: o.request.resource }).returning({ id: grants.id });
         await tx.insert(tokens).values({
           grantId: grant!.id, kind: 'code', tokenHash: digestKey(code), codeChallenge: o.request.codeChallenge, redirectUri: o.request.redirectUri,
@@ -123,6 +140,11 @@ export function createGrantStore(deps: { db: Database; bus: Pick<Bus, 'publishCh
         });
       });
       return code;
+    },
+
+    /** The member declined `answered`: it can be answered no more (409 `request_used` if it already was). */
+    async decline(answered: AnsweredRequest): Promise<void> {
+      await db.transaction((tx) => answerOnce(tx, answered, now()));
     },
 
     /** The PKCE challenge a live code was issued with (the SDK's token handler checks the verifier). */

@@ -5,6 +5,7 @@ import { clientRegistrationHandler } from '@modelcontextprotocol/sdk/server/auth
 import { revocationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/revoke.js';
 import { tokenHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/token.js';
 import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
+import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { ApiError, type Database } from '@portcullis/core';
 import { clientIpKey, createLimiters, createSharedLimiters, type Limit, type LimitHook, type RateLimitConfig } from '../plugins/rate-limits.ts';
 import { oauthUrlsOf } from './oauth-provider.ts';
@@ -68,6 +69,49 @@ function noUntrustedRedirects(urls: { consentPage: string; issuer: string }) {
 }
 
 /**
+ * What is logged of an unexpected failure: its kind and first message line and those of its
+ * cause — not the whole error, whose text can carry a failed query's parameters (digests,
+ * wrapped vault keys).
+ */
+function failureOf(err: unknown): Record<string, unknown> {
+  const line = (e: unknown) => (e instanceof Error ? (e.message.split('\n')[0] ?? '') : String(e)).slice(0, 500);
+  const cause = err instanceof Error ? err.cause : undefined;
+  return {
+    type: err instanceof Error ? err.name : typeof err,
+    message: line(err),
+    ...(cause !== undefined ? { cause: line(cause), ...(typeof (cause as { code?: unknown }).code === 'string' ? { code: (cause as { code: string }).code } : {}) } : {}),
+    ...(err instanceof Error && err.stack ? { stack: err.stack.split('\n').slice(1, 6).join('\n') } : {}),
+  };
+}
+
+/**
+ * `target` with every method (and those of its `clientsStore`) reporting a failure that is not
+ * an OAuth error to `log` before it propagates: the SDK's handlers turn such a failure into a
+ * bare 500 `server_error` and log nothing, so the cause would be lost.
+ */
+function reportingUnexpected<T extends object>(target: T, log: (err: unknown, operation: string) => void): T {
+  return new Proxy(target, {
+    get(object, property, receiver) {
+      const value: unknown = Reflect.get(object, property, receiver);
+      if (property === 'clientsStore' && typeof value === 'object' && value !== null) return reportingUnexpected(value, log);
+      if (typeof value !== 'function') return value;
+      const report = (err: unknown) => {
+        if (!(err instanceof OAuthError)) log(err, String(property));
+        throw err;
+      };
+      return (...args: unknown[]) => {
+        try {
+          const result: unknown = value.apply(object, args);
+          return result instanceof Promise ? result.catch(report) : result;
+        } catch (err) {
+          return report(err);
+        }
+      };
+    },
+  });
+}
+
+/**
  * Portcullis as the authorization server of its own `/mcp` (decisions 050–053): RFC 9728
  * protected-resource metadata, RFC 8414 authorization-server metadata, and the MCP SDK's
  * authorization, token, registration (RFC 7591) and revocation (RFC 7009) handlers. Those are
@@ -78,14 +122,15 @@ export async function oauthServerRoutes(app: FastifyInstance, options: {
   db: Database; provider: OAuthServerProvider; publicUrl: string; limits: OAuthRateLimits;
 }) {
   const urls = oauthUrlsOf(options.publicUrl);
+  const provider = reportingUnexpected(options.provider, (err, operation) => app.log.error({ err: failureOf(err) }, `oauth: ${operation} failed`));
 
   const handlers = express();
   handlers.disable('x-powered-by');
   handlers.use('/oauth/authorize', noUntrustedRedirects(urls));
-  handlers.use('/oauth/authorize', authorizationHandler({ provider: options.provider, rateLimit: false }));
-  handlers.use('/oauth/token', tokenHandler({ provider: options.provider, rateLimit: false }));
-  handlers.use('/oauth/register', clientRegistrationHandler({ clientsStore: options.provider.clientsStore, rateLimit: false, clientSecretExpirySeconds: 0 }));
-  handlers.use('/oauth/revoke', revocationHandler({ provider: options.provider, rateLimit: false }));
+  handlers.use('/oauth/authorize', authorizationHandler({ provider, rateLimit: false }));
+  handlers.use('/oauth/token', tokenHandler({ provider, rateLimit: false }));
+  handlers.use('/oauth/register', clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false, clientSecretExpirySeconds: 0 }));
+  handlers.use('/oauth/revoke', revocationHandler({ provider, rateLimit: false }));
   // A body the parsers refuse (malformed, too large) — never Express's HTML page or a stack trace.
   handlers.use((err: { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
     const tooLarge = err.status === 413 || err.type === 'entity.too.large';
@@ -95,6 +140,12 @@ export async function oauthServerRoutes(app: FastifyInstance, options: {
 
   const handOver = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.hijack();
+    // The SDK answers its own 500s; they are logged here, with the request id (Fastify's error handler never sees them).
+    // (The path is read now: Express rewrites the raw request's URL as it routes.)
+    const path = request.url.split('?')[0];
+    reply.raw.once('finish', () => {
+      if (reply.raw.statusCode >= 500) request.log.error({ statusCode: reply.raw.statusCode, method: request.method, path }, 'oauth: answered with a server error');
+    });
     handlers(request.raw as Request, reply.raw as Response);
   };
 

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eq } from 'drizzle-orm';
+import { inspect } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { eq, sql } from 'drizzle-orm';
 import { schema, unwrapPrivateKey } from '@portcullis/core';
 import { createApiHarness, HARNESS_ORIGIN, type ApiHarness } from '../testing/index.ts';
 import { createAgentTokenResolver } from './agent-token-resolver.ts';
@@ -27,7 +28,7 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
   const authorizeUrl = (params: Record<string, string>) => `/oauth/authorize?${new URLSearchParams(params).toString()}`;
 
   beforeAll(async () => {
-    h = await createApiHarness();
+    h = await createApiHarness({ RATE_LIMIT_OAUTH_REGISTER_PER_IP: '1000' });
     base = await h.app.listen({ port: 0, host: '127.0.0.1' });
   });
   afterAll(async () => { await h?.close(); });
@@ -184,5 +185,82 @@ describe('the authorization server against the security BCP (RFC 9700), real Pos
     }
     expect(opens(m.memberId, await wrappedKeys(), code)).toBe(0);
     expect(opens(m.memberId, await wrappedKeys(), access_token)).toBe(1); // a live token keeps opening it
+  });
+
+  it('registration refuses a control character (NUL and the like) in a redirect URI or a stored field with 400 invalid_redirect_uri / invalid_client_metadata (RFC 7591), never a 500, and stores nothing', async () => {
+    const clients = async () => (await h.db.select({ id: schema.mcpOAuthClients.id }).from(schema.mcpOAuthClients)).length;
+    const before = await clients();
+    for (const uri of ['http://127.0.0.1:9/cb\u0000', 'https://app.example.com/a\u0000b', 'https://app.example.com/\u0007', 'http://127.0.0.1:9/c\u007fb']) {
+      const res = await send(base, { method: 'POST', url: '/oauth/register', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ client_name: 'x', redirect_uris: [uri] }) });
+      expect(res.statusCode, `${JSON.stringify(uri)}: ${res.body}`).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid_redirect_uri', error_description: expect.stringMatching(/control character/) });
+    }
+    for (const extra of [{ software_id: 'id\u0000' }, { software_version: '1\u0000' }, { client_uri: 'https://app.example.com/\u0000' }]) {
+      const res = await send(base, { method: 'POST', url: '/oauth/register', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ client_name: 'x', redirect_uris: ['http://127.0.0.1:9/cb'], ...extra }) });
+      expect(res.statusCode, `${JSON.stringify(extra)}: ${res.body}`).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid_client_metadata' });
+    }
+    expect(await clients()).toBe(before);
+  });
+
+  it('a 500 on an OAuth route (the database refuses) is logged, with the request id, and answered in the OAuth format', async () => {
+    const logged = vi.spyOn(h.app.log, 'error');
+    await h.db.execute(sql`alter table mcp_oauth_clients rename to mcp_oauth_clients_away`);
+    try {
+      const res = await send(base, { method: 'POST', url: '/oauth/register', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ client_name: 'x', redirect_uris: ['http://127.0.0.1:9/cb'] }) });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toMatchObject({ error: 'server_error' });
+      const lines = () => logged.mock.calls.map((c) => inspect(c, { depth: 5 }));
+      for (let i = 0; i < 50 && !lines().some((l) => l.includes('/oauth/register')); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(lines().some((l) => l.includes('/oauth/register') && l.includes('500')), lines().join('\n')).toBe(true);
+      expect(lines().some((l) => l.includes('mcp_oauth_clients')), 'the cause is logged too').toBe(true);
+    } finally {
+      await h.db.execute(sql`alter table mcp_oauth_clients_away rename to mcp_oauth_clients`);
+      logged.mockRestore();
+    }
+  });
+
+  it('one consent per signed request: approving it again, or denying it after, is 409 and mints no second code; a denied request cannot be approved', async () => {
+    const m = await memberWithVault('consent-once@example.com');
+    const { client_id } = await register({ client_name: 'Once', redirect_uris: ['http://127.0.0.1:9/cb'] });
+    const requestOf = async () => {
+      const sent = await send(base, { url: authorizeUrl({ client_id, redirect_uri: 'http://127.0.0.1:9/cb', response_type: 'code', code_challenge: CHALLENGE, code_challenge_method: 'S256', state: 's' }) });
+      return new URL(sent.headers.location!).searchParams.get('request')!;
+    };
+    const codes = async () => (await h.db.select({ id: schema.mcpOAuthTokens.id }).from(schema.mcpOAuthTokens).innerJoin(schema.mcpOAuthGrants, eq(schema.mcpOAuthGrants.id, schema.mcpOAuthTokens.grantId))
+      .where(eq(schema.mcpOAuthGrants.clientId, client_id))).length;
+    const approve = (request: string) => h.request({ method: 'POST', url: '/api/oauth/consent', payload: { request, agentId: m.agentId, memberKey: m.memberKey }, cookie: m.cookie });
+    const deny = (request: string) => h.request({ method: 'POST', url: '/api/oauth/consent/deny', payload: { request }, cookie: m.cookie });
+
+    const request = await requestOf();
+    // A wrong member key does not spend the request.
+    expect((await h.request({ method: 'POST', url: '/api/oauth/consent', payload: { request, agentId: m.agentId, memberKey: `pcm_${'x'.repeat(43)}` }, cookie: m.cookie })).statusCode).toBe(400);
+    const first = await approve(request);
+    expect(first.statusCode, first.body).toBe(200);
+    expect(await codes()).toBe(1);
+    const [again, raced, denied] = [await approve(request), await approve(request), await deny(request)];
+    for (const res of [again, raced, denied]) {
+      expect(res.statusCode, res.body).toBe(409);
+      expect(res.json()).toMatchObject({ error: { code: 'conflict', details: { reason: 'request_used' } } });
+    }
+    expect(await codes()).toBe(1);
+
+    // Denying answers the request too.
+    const second = await requestOf();
+    expect((await deny(second)).statusCode).toBe(200);
+    expect((await approve(second)).statusCode).toBe(409);
+    expect((await deny(second)).statusCode).toBe(409);
+    expect(await codes()).toBe(1);
+
+    // Concurrent approvals of one request: exactly one code.
+    const third = await requestOf();
+    const together = await Promise.all([approve(third), approve(third), approve(third)]);
+    expect(together.map((r) => r.statusCode).sort()).toEqual([200, 409, 409]);
+    expect(await codes()).toBe(2);
+
+    // Rows of requests past their lifetime are cleaned up as consents come in.
+    await h.db.insert(schema.mcpOAuthConsentUses).values({ requestDigest: 'expired-test-row', expiresAt: new Date(Date.now() - 60_000) });
+    expect((await approve(await requestOf())).statusCode).toBe(200);
+    expect(await h.db.select().from(schema.mcpOAuthConsentUses).where(eq(schema.mcpOAuthConsentUses.requestDigest, 'expired-test-row'))).toEqual([]);
   });
 });

@@ -11,6 +11,9 @@ export function isLoopbackHttp(uri: string): boolean {
   }
 }
 
+/** A C0 or C1 control character (NUL, BEL, DEL…): no URI a client registers carries one. */
+export const CONTROL_CHARACTER = /\p{Cc}/u;
+
 /** Most redirect URIs a client may register, and their longest length. */
 export const MAX_REDIRECT_URIS = 10;
 export const MAX_REDIRECT_URI_LENGTH = 2000;
@@ -20,6 +23,8 @@ export const MAX_REDIRECT_URI_LENGTH = 2000;
  * anywhere, `http` only to a loopback host, nothing else (no custom schemes, no fragments).
  */
 export function redirectUriProblem(uri: string): string | undefined {
+  // The URL parser would percent-encode a NUL, but the text as registered is what is stored and compared.
+  if (CONTROL_CHARACTER.test(uri)) return 'a redirect URI must not contain control characters';
   if (uri.length > MAX_REDIRECT_URI_LENGTH) return `a redirect URI is longer than ${MAX_REDIRECT_URI_LENGTH} characters`;
   let url: URL;
   try {
