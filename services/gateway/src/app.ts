@@ -3,7 +3,7 @@ import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import * as grpc from '@grpc/grpc-js';
-import { ApiError, metricsRegistry, type Bus, type Database } from '@portcullis/core';
+import { ApiError, type Bus, type Database } from '@portcullis/core';
 import type { GatewayConfig } from './config.ts';
 import type { AuditClient } from './clients/audit-client.ts';
 import type { PolicyClient } from './clients/policy-client.ts';
@@ -35,7 +35,8 @@ import type { CallApprovalService } from './modules/call-approvals/call-approval
 import type { Mailer } from './modules/mail/mailer.ts';
 import { statusRoutes, type HealthProbe } from './api/status-router.ts';
 import { homeRoutes } from './api/home-router.ts';
-import { sameOriginGuard } from './plugins/session-auth.ts';
+import { requireUser, sameOriginGuard } from './plugins/session-auth.ts';
+import { metricsRoutes } from './api/metrics-router.ts';
 import { refuseControlCharacters } from './plugins/text-input-guard.ts';
 import { validationApiError } from './api/validation.ts';
 import { oauthServerRoutes, oauthRateLimitsOf } from './oauth/oauth-routes.ts';
@@ -44,7 +45,7 @@ import type { AgentOAuth } from './oauth/agent-oauth.ts';
 import { oauthUrlsOf } from './oauth/oauth-provider.ts';
 
 export interface AppDeps {
-  config: Pick<GatewayConfig, 'NODE_ENV' | 'HOST' | 'MCP_ALLOWED_ORIGINS' | 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT'> & RateLimitConfig & { publicUrl: string };
+  config: Pick<GatewayConfig, 'NODE_ENV' | 'METRICS_TOKEN' | 'HOST' | 'MCP_ALLOWED_ORIGINS' | 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT'> & RateLimitConfig & { publicUrl: string };
   db: Database;
   bus: Bus;
   resolver: MemberKeyResolver;
@@ -138,8 +139,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     hideUntagged: false,
   });
 
-  // Prometheus scrape endpoint: aggregate counts and latencies only (no ids, no secrets).
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => reply.type(metricsRegistry.contentType).send(await metricsRegistry.metrics()));
+  // Prometheus scrape endpoint: aggregate counts and latencies only (no ids, no secrets); behind METRICS_TOKEN (decision 068).
+  await metricsRoutes(app, { token: deps.config.METRICS_TOKEN, production: deps.config.NODE_ENV === 'production' });
 
   await app.register(async (mcp) => {
     await mcpRoutes(mcp, {
@@ -165,7 +166,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (api) => {
     // Cookies are the dashboard's: `/mcp` (Bearer keys) never parses them.
     await api.register(cookie);
-    api.addHook('onRequest', sameOriginGuard([deps.config.publicUrl]));
+    api.addHook('onRequest', sameOriginGuard({ publicUrl: deps.config.publicUrl, allowLoopbackOrigins: deps.config.NODE_ENV !== 'production' }));
     api.addHook('preValidation', refuseControlCharacters);
     await authRoutes(api, { auth: deps.auth, secureCookies: deps.config.publicUrl.startsWith('https:'), sessionMaxMs: deps.config.SESSION_MAX_MINUTES * 60_000, rateLimits: authRateLimitsOf(deps.config) });
     await accountRoutes(api, { auth: deps.auth });
@@ -208,7 +209,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     } else {
       await homeRoutes(api, { publicUrl: deps.config.publicUrl });
     }
-    api.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+    // The API's map is for signed-in users in production, public elsewhere (decision 068).
+    api.get('/api/openapi.json', { schema: { hide: true }, ...(deps.config.NODE_ENV === 'production' ? { onRequest: requireUser(deps.auth) } : {}) }, async () => app.swagger());
   });
 
   return app;

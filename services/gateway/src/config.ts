@@ -117,6 +117,11 @@ const gatewayShape = {
   APPROVAL_PENDING_TTL_SECONDS: z.coerce.number().int().positive().max(30 * 86_400).default(3_600),
   APPROVAL_GRANT_TTL_SECONDS: z.coerce.number().int().positive().max(30 * 86_400).default(900),
   APPROVAL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  /**
+   * `GET /metrics` answers only `Authorization: Bearer <METRICS_TOKEN>` when set; unset, it is
+   * not served in production and is anonymous elsewhere (decision 068).
+   */
+  METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
   /** Honour X-Forwarded-For from a load balancer in front. */
   TRUST_PROXY: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, z.string().url().optional()])),

@@ -24,6 +24,13 @@ async function status(h: ApiHarness, cookie: string) {
   };
 }
 
+/** The session cookie a response sets (`name=value`), or undefined. */
+function cookieSet(res: { headers: Record<string, unknown> }): string | undefined {
+  const header = res.headers['set-cookie'];
+  const first = Array.isArray(header) ? header.find((c: string) => c.startsWith('portcullis_session=')) : header;
+  return typeof first === 'string' && first.startsWith('portcullis_session=') ? first.split(';')[0]! : undefined;
+}
+
 /** Signs in and enrols MFA; returns the secret, the backup codes and the (satisfied) cookie. */
 async function enrol(h: ApiHarness, email: string) {
   const cookie = await h.signIn(email);
@@ -107,8 +114,9 @@ describe('TOTP MFA', () => {
     const next = await totp(secret, 1);
     const ok = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: next } });
     expect(ok.statusCode).toBe(200);
-    expect(await status(h, cookie)).toMatchObject({ mfa: { enabled: true, satisfied: true } });
-    expect((await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie })).statusCode).toBe(200);
+    const satisfied = cookieSet(ok)!;
+    expect(await status(h, satisfied)).toMatchObject({ mfa: { enabled: true, satisfied: true } });
+    expect((await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie: satisfied })).statusCode).toBe(200);
 
     // The same code cannot satisfy another session.
     const third = await h.signIn('mfa-bob@example.com');
@@ -146,7 +154,7 @@ describe('TOTP MFA', () => {
     const first = await h.signIn('mfa-erin@example.com');
     const used = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie: first, payload: { backupCode: backupCodes[3]!.toUpperCase() } });
     expect(used.statusCode).toBe(200);
-    expect(await status(h, first)).toMatchObject({ mfa: { satisfied: true } });
+    expect(await status(h, cookieSet(used)!)).toMatchObject({ mfa: { satisfied: true } });
 
     const second = await h.signIn('mfa-erin@example.com');
     const again = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie: second, payload: { backupCode: backupCodes[3]! } });
@@ -210,14 +218,40 @@ describe('TOTP MFA', () => {
     expect(await userRow(h, 'mfa-ivy@example.com')).toEqual(before);
 
     // After passing the challenge, the same session may re-enrol; the old backup codes are replaced.
-    expect((await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: await totp(secret, 1) } })).statusCode).toBe(200);
-    const again = await h.request({ method: 'POST', url: '/api/auth/mfa/setup', cookie });
+    const passed = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: await totp(secret, 1) } });
+    expect(passed.statusCode).toBe(200);
+    const satisfied = cookieSet(passed)!;
+    const again = await h.request({ method: 'POST', url: '/api/auth/mfa/setup', cookie: satisfied });
     expect(again.statusCode).toBe(200);
     const fresh = (again.json() as { secret: string }).secret;
     expect(fresh).not.toBe(secret);
-    const confirmed = await h.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie, payload: { code: await totp(fresh, 1) } });
+    const confirmed = await h.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie: satisfied, payload: { code: await totp(fresh, 1) } });
     expect(confirmed.statusCode).toBe(200);
     expect(await h.db.select().from(schema.mfaBackupCodes).where(eq(schema.mfaBackupCodes.userId, before.id))).toHaveLength(10);
+  });
+
+  it('completing the MFA challenge issues a new session token and ends the first factor\'s (ASVS V3.2.1), same session otherwise', async () => {
+    const { secret } = await enrol(h, 'mfa-rotate@example.com');
+    const firstFactor = await h.signIn('mfa-rotate@example.com');
+    const listed = async (cookie: string) => (await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie })).json() as { sessions: Array<{ id: string; current: boolean }> };
+    const passed = await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie: firstFactor, payload: { code: await totp(secret, 1) } });
+    expect(passed.statusCode).toBe(200);
+    const rotated = cookieSet(passed);
+    expect(rotated, 'a new session cookie is set').toBeDefined();
+    expect(rotated).not.toBe(firstFactor);
+    expect(String(passed.headers['set-cookie'])).toMatch(/HttpOnly/i);
+    // The token that passed only the first factor is worthless now, for reading and for acting.
+    expect(await status(h, firstFactor)).toMatchObject({ authenticated: false });
+    expect((await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie: firstFactor })).statusCode).toBe(401);
+    expect((await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie: firstFactor, payload: { code: await totp(secret, 0) } })).statusCode).toBe(401);
+    // The new one is the same session (listed once, as current), MFA satisfied.
+    expect(await status(h, rotated!)).toMatchObject({ authenticated: true, mfa: { satisfied: true } });
+    const sessions = (await listed(rotated!)).sessions;
+    expect(sessions.filter((s) => s.current)).toHaveLength(1);
+    // Only the digest of the new token is stored.
+    const token = decodeURIComponent(rotated!.split('=')[1]!);
+    const rows = await h.db.select({ tokenHash: schema.dashboardSessions.tokenHash }).from(schema.dashboardSessions);
+    expect(rows.some((r) => r.tokenHash.includes(token))).toBe(false);
   });
 
   it('lets an MFA-pending session log out', async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { schema } from '@portcullis/core';
-import { createApiHarness, latestMail, readOutbox, type ApiHarness } from '../testing/index.ts';
+import { createApiHarness, HARNESS_ORIGIN, latestMail, readOutbox, type ApiHarness } from '../testing/index.ts';
 
 type Response = Awaited<ReturnType<ApiHarness['request']>>;
 
@@ -242,5 +242,103 @@ describe('sign-in rate limits', () => {
     }
     expectLimited(await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: '000000' }, remoteAddress: '10.0.3.1' }));
     expect((await h.request({ method: 'POST', url: '/api/auth/mfa/verify', payload: { code: '000000' }, remoteAddress: '10.0.3.1' })).statusCode).toBe(429);
+  });
+});
+
+describe('the cookie CSRF guard compares Origin with the configured public origin, never with the request\'s own Host', () => {
+  let dev: ApiHarness;
+  let prod: ApiHarness;
+  beforeAll(async () => {
+    dev = await createApiHarness();
+    prod = await createApiHarness({ NODE_ENV: 'production' });
+  });
+  afterAll(async () => { await dev?.close(); await prod?.close(); });
+
+  const logout = (h: ApiHarness, cookie: string, headers: Record<string, string>) => h.request({ method: 'POST', url: '/api/auth/logout', cookie, headers });
+  const signedIn = async (h: ApiHarness, cookie: string) => (await h.request({ method: 'GET', url: '/api/auth/status', cookie })).json().authenticated as boolean;
+
+  it('refuses Host: evil.example with Origin (or Referer) http://evil.example, in production and outside it, and changes nothing', async () => {
+    for (const h of [dev, prod]) {
+      const cookie = await h.signIn('csrf-host@example.com');
+      for (const headers of [
+        { host: 'evil.example', origin: 'http://evil.example' } as Record<string, string>,
+        { host: 'evil.example', origin: 'https://evil.example' },
+        { host: 'evil.example', origin: '', referer: 'http://evil.example/page' },
+      ]) {
+        const res = await logout(h, cookie, headers);
+        expect(res.statusCode, JSON.stringify(headers)).toBe(403);
+        expect(res.json()).toMatchObject({ error: { code: 'forbidden' } });
+        expect(await signedIn(h, cookie)).toBe(true);
+      }
+    }
+  });
+
+  it('accepts the public origin (Origin or Referer), whatever Host says', async () => {
+    for (const h of [dev, prod]) {
+      for (const headers of [{ host: 'gateway.internal:8080', origin: HARNESS_ORIGIN }, { origin: '', referer: `${HARNESS_ORIGIN}/agents` }] as Array<Record<string, string>>) {
+        const cookie = await h.signIn('csrf-public@example.com');
+        expect((await logout(h, cookie, headers)).statusCode, JSON.stringify(headers)).toBe(200);
+        expect(await signedIn(h, cookie)).toBe(false);
+      }
+    }
+  });
+
+  it('outside production, a loopback origin is accepted too (a dashboard dev server); in production it is not', async () => {
+    const devCookie = await dev.signIn('csrf-loopback@example.com');
+    expect((await logout(dev, devCookie, { host: 'localhost:5173', origin: 'http://localhost:5173' })).statusCode).toBe(200);
+    const prodCookie = await prod.signIn('csrf-loopback@example.com');
+    for (const origin of ['http://localhost:5173', 'http://127.0.0.1:8080', 'http://[::1]:8080']) {
+      expect((await logout(prod, prodCookie, { host: new URL(origin).host, origin })).statusCode, origin).toBe(403);
+    }
+    expect(await signedIn(prod, prodCookie)).toBe(true);
+  });
+});
+
+describe('/metrics and /api/openapi.json in production', () => {
+  const TOKEN = 'metrics-token-0123456789abcdef0123';
+  let prod: ApiHarness;
+  let withToken: ApiHarness;
+  let dev: ApiHarness;
+  beforeAll(async () => {
+    prod = await createApiHarness({ NODE_ENV: 'production' });
+    withToken = await createApiHarness({ NODE_ENV: 'production', METRICS_TOKEN: TOKEN });
+    dev = await createApiHarness();
+  });
+  afterAll(async () => { await prod?.close(); await withToken?.close(); await dev?.close(); });
+
+  const metrics = (h: ApiHarness, authorization?: string) => h.app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+
+  it('/metrics is not served in production without METRICS_TOKEN (404, like any unknown path)', async () => {
+    const res = await metrics(prod);
+    expect(res.statusCode).toBe(404);
+    expect(res.body).not.toMatch(/portcullis_|process_/);
+    expect((await metrics(prod, `Bearer ${TOKEN}`)).statusCode).toBe(404);
+  });
+
+  it('/metrics with METRICS_TOKEN answers only the bearer of that token (401 otherwise, nothing counted shown)', async () => {
+    for (const authorization of [undefined, 'Bearer wrong', `Bearer ${TOKEN}x`, `Basic ${Buffer.from(`x:${TOKEN}`).toString('base64')}`, TOKEN]) {
+      const res = await metrics(withToken, authorization);
+      expect(res.statusCode, String(authorization)).toBe(401);
+      expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
+      expect(res.body).not.toMatch(/portcullis_|process_/);
+    }
+    const ok = await metrics(withToken, `Bearer ${TOKEN}`);
+    expect(ok.statusCode).toBe(200);
+    expect(ok.body).toMatch(/# TYPE /);
+  });
+
+  it('/metrics stays anonymous outside production (no token configured)', async () => {
+    expect((await metrics(dev)).statusCode).toBe(200);
+  });
+
+  it('the OpenAPI document is for signed-in users in production (401 anonymous), public outside it', async () => {
+    const anonymous = await prod.request({ method: 'GET', url: '/api/openapi.json' });
+    expect(anonymous.statusCode).toBe(401);
+    expect(anonymous.json()).toMatchObject({ error: { code: 'unauthenticated' } });
+    const cookie = await prod.signIn('openapi-reader@example.com');
+    const signed = await prod.request({ method: 'GET', url: '/api/openapi.json', cookie });
+    expect(signed.statusCode).toBe(200);
+    expect(signed.json().openapi).toMatch(/^3\./);
+    expect((await dev.request({ method: 'GET', url: '/api/openapi.json' })).statusCode).toBe(200);
   });
 });

@@ -63,6 +63,12 @@ export async function authRoutes(fastify: FastifyInstance, options: { auth: Auth
     return nonce;
   }
 
+  function setSessionCookie(reply: FastifyReply, token: string): void {
+    reply.setCookie(SESSION_COOKIE, token, {
+      path: '/', httpOnly: true, sameSite: 'lax', secure: options.secureCookies, maxAge: Math.floor(options.sessionMaxMs / 1000),
+    });
+  }
+
   app.post('/api/auth/magic-link', {
     schema: { tags: ['auth'], body: magicLinkBody, response: { 202: z.object({ sent: z.literal(true) }) } }, onRequest: magicLinkPerIp, preHandler: magicLinkPerAddress,
   }, async (request, reply) => {
@@ -73,9 +79,7 @@ export async function authRoutes(fastify: FastifyInstance, options: { auth: Auth
   app.post('/api/auth/verify', { schema: { tags: ['auth'], body: verifyBody, response: { 200: z.object({ user: userAnswer, mfaRequired: z.boolean() }) } }, onRequest: verifyPerIp }, async (request, reply) => {
     const browserNonce = signInNonceOf(request);
     const session = await auth.verify(request.body, { ip: request.ip, userAgent: request.headers['user-agent'], browserNonce });
-    reply.setCookie(SESSION_COOKIE, session.token, {
-      path: '/', httpOnly: true, sameSite: 'lax', secure: options.secureCookies, maxAge: Math.floor(options.sessionMaxMs / 1000),
-    });
+    setSessionCookie(reply, session.token);
     if (request.cookies[SIGN_IN_COOKIE] !== undefined) reply.clearCookie(SIGN_IN_COOKIE, signInCookie);
     return { user: session.user, mfaRequired: session.mfaRequired };
   });
@@ -103,8 +107,10 @@ export async function authRoutes(fastify: FastifyInstance, options: { auth: Auth
 
   app.post('/api/auth/mfa/verify', {
     schema: { tags: ['auth'], body: mfaVerifyBody, response: { 200: okAnswer } }, onRequest: mfaPerIp, preHandler: sessionEvenIfMfaPending,
-  }, async (request) => {
-    await auth.mfa.verify(request.user!, request.body);
+  }, async (request, reply) => {
+    // The session gets a new token (ASVS V3.2.1): the first factor's cookie stops working.
+    const { sessionToken } = await auth.mfa.verify(request.user!, request.body);
+    setSessionCookie(reply, sessionToken);
     return { ok: true };
   });
 }

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '@portcullis/core';
+import { ApiError, isLoopbackHostname } from '@portcullis/core';
 import type { AuthService, SessionUser } from '../modules/auth/auth-service.ts';
 
 export const SESSION_COOKIE = 'portcullis_session';
@@ -36,25 +36,35 @@ export function requireUser(auth: Pick<AuthService, 'userOfSession'>, options: {
   };
 }
 
+/** Which browser origins may make cookie-authenticated state changes. */
+export interface SameOriginPolicy {
+  /** The dashboard's public address (`PUBLIC_URL`, or the address the gateway listens on). */
+  publicUrl: string;
+  /** Outside production: any loopback origin too (`http://localhost:5173`, a dashboard dev server). */
+  allowLoopbackOrigins: boolean;
+}
+
 /**
  * Cookie-authenticated state changes must come from our own origin, so a form on another
  * site cannot act for a signed-in user (SameSite=Lax is the first line; this is the second).
+ * `Origin` (or, without it, `Referer`) is compared with the configured public origin — never
+ * with the request's own `Host`, which whoever sends the request chooses (decision 068).
  */
-export function sameOriginGuard(allowedOrigins: string[]) {
-  const allowed = new Set(allowedOrigins.map((o) => new URL(o).origin));
+export function sameOriginGuard(policy: SameOriginPolicy) {
+  const publicOrigin = new URL(policy.publicUrl).origin;
   return async (request: FastifyRequest) => {
     if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return;
     if (!request.cookies[SESSION_COOKIE]) return;
-    const origin = request.headers.origin ?? originOf(request.headers.referer);
-    const host = request.headers.host;
-    const selfOrigins = host ? [`http://${host}`, `https://${host}`] : [];
-    if (!origin || !(allowed.has(origin) || selfOrigins.includes(origin))) {
+    const origin = originOf(request.headers.origin || request.headers.referer);
+    const accepted = origin !== undefined && (origin.origin === publicOrigin
+      || (policy.allowLoopbackOrigins && (origin.protocol === 'http:' || origin.protocol === 'https:') && isLoopbackHostname(origin.hostname)));
+    if (!accepted) {
       throw new ApiError('forbidden', 'Cross-site request refused: state-changing requests must come from the dashboard\'s origin.');
     }
   };
 }
 
-function originOf(url: string | undefined): string | undefined {
+function originOf(url: string | undefined): URL | undefined {
   if (!url) return undefined;
-  try { return new URL(url).origin; } catch { return undefined; }
+  try { return new URL(url); } catch { return undefined; }
 }

@@ -57,15 +57,21 @@ export function createAuthService(deps: {
     gt(dashboardSessions.lastSeenAt, new Date(at - deps.sessions.idleMs)),
   );
 
+  /** A session cookie's value: 256 random bits; only its digest is stored. */
+  function newSessionToken(): { token: string; tokenHash: string } {
+    const token = randomBytes(32).toString('base64url');
+    return { token, tokenHash: digest(token) };
+  }
+
   async function startSession(email: string, meta: { ip: string; userAgent: string | undefined }) {
     const [existing] = await deps.db.select().from(users).where(eq(users.email, email));
     const user = existing ?? (await deps.db.insert(users).values({ email }).onConflictDoNothing().returning())[0]
       ?? (await deps.db.select().from(users).where(eq(users.email, email)))[0]!;
-    const token = randomBytes(32).toString('base64url');
+    const { token, tokenHash } = newSessionToken();
     const at = now();
     // A new session has passed no MFA check; users without MFA are simply never asked for one.
     await deps.db.insert(dashboardSessions).values({
-      tokenHash: digest(token),
+      tokenHash,
       userId: user.id,
       mfaSatisfied: false,
       ip: meta.ip,
@@ -81,7 +87,7 @@ export function createAuthService(deps: {
 
   return {
     /** TOTP enrolment and challenge for signed-in sessions. */
-    mfa: createMfaService({ db: deps.db, secret: deps.secret, now }),
+    mfa: createMfaService({ db: deps.db, secret: deps.secret, now, newSessionToken }),
 
     /**
      * Sends a code and a link; answers the same whether or not the address has an account.

@@ -23,7 +23,11 @@ const BACKUP_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
  * cannot be replayed within its step, and claiming it is one conditional UPDATE so two
  * concurrent requests cannot both spend the same code.
  */
-export function createMfaService(deps: { db: Database; secret: string; now: () => number }) {
+export function createMfaService(deps: {
+  db: Database; secret: string; now: () => number;
+  /** A fresh session token and the digest stored for it (the auth service's). */
+  newSessionToken: () => { token: string; tokenHash: string };
+}) {
   const backupDigest = (userId: string, code: string) =>
     createHmac('sha256', deps.secret).update(`mfa-backup:${userId}:${normaliseBackupCode(code)}`).digest('hex');
 
@@ -103,10 +107,12 @@ export function createMfaService(deps: { db: Database; secret: string; now: () =
 
     /**
      * The sign-in challenge: a TOTP code (not one already accepted in its time step) or an
-     * unused backup code marks the session MFA-satisfied. A wrong code changes nothing but
-     * the session's failure count; the `MFA_MAX_ATTEMPTS`th ends the session.
+     * unused backup code marks the session MFA-satisfied and gives it a new token (ASVS
+     * V3.2.1): the token that passed only the first factor stops working, and the new one is
+     * answered for the cookie. A wrong code changes nothing but the session's failure count;
+     * the `MFA_MAX_ATTEMPTS`th ends the session.
      */
-    async verify(user: SessionUser, input: { code: string } | { backupCode: string }): Promise<void> {
+    async verify(user: SessionUser, input: { code: string } | { backupCode: string }): Promise<{ sessionToken: string }> {
       if (!user.mfa.enabled) throw new ApiError('conflict', 'MFA is not enabled for this account: set it up with POST /api/auth/mfa/setup.');
       if ('code' in input) {
         const [row] = await deps.db.select({ sealed: users.mfaSecretSealed, lastStep: users.mfaLastTimeStep }).from(users).where(eq(users.id, user.id));
@@ -123,7 +129,11 @@ export function createMfaService(deps: { db: Database; secret: string; now: () =
           .returning({ id: mfaBackupCodes.id });
         if (!used) return recordFailure(user.sessionId, 'backupCode');
       }
-      await deps.db.update(dashboardSessions).set({ mfaSatisfied: true, mfaFailedAttempts: 0 }).where(eq(dashboardSessions.id, user.sessionId));
+      const { token, tokenHash } = deps.newSessionToken();
+      const [rotated] = await deps.db.update(dashboardSessions).set({ mfaSatisfied: true, mfaFailedAttempts: 0, tokenHash })
+        .where(and(eq(dashboardSessions.id, user.sessionId), isNull(dashboardSessions.endedAt))).returning({ id: dashboardSessions.id });
+      if (!rotated) throw new ApiError('unauthenticated', 'This session has ended. Sign in again.');
+      return { sessionToken: token };
     },
   };
 }
