@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { baseConfigShape, parseConfig } from '@portcullis/core';
+import { allowedDestinationsSetting, baseConfigShape, parseConfig } from '@portcullis/core';
 
 const auditShape = {
   ...baseConfigShape,
@@ -19,6 +19,11 @@ const auditShape = {
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   /** Longest wait between two attempts to deliver to an audit sink that is down (decision 055). */
   AUDIT_SINK_RETRY_MAX_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  /**
+   * Internal destinations audit sinks may reach (decision 058): host names, addresses and CIDR
+   * ranges, comma-separated. Give the gateway the same list: it checks sinks with it.
+   */
+  SINK_ALLOWED_HOSTS: allowedDestinationsSetting,
 };
 
 /** The audit service's configuration, parsed from the environment. */

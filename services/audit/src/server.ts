@@ -51,7 +51,10 @@ export async function startAuditService(config: AuditConfig, deps: { bus: Bus; l
   let sinks: SinkWorkers | undefined;
   try {
     // The audit sinks' workers (decision 055), where the service can read the sinks (Postgres) and open their secrets.
-    sinks = deps.sinks ? await startSinkWorkers({ ...deps.sinks, bus: deps.bus, log, retryMaxMs: config.AUDIT_SINK_RETRY_MAX_MS }) : undefined;
+    sinks = deps.sinks ? await startSinkWorkers({
+      ...deps.sinks, bus: deps.bus, log, retryMaxMs: config.AUDIT_SINK_RETRY_MAX_MS,
+      destinations: { production: config.NODE_ENV === 'production', allowed: config.SINK_ALLOWED_HOSTS },
+    }) : undefined;
     const running = await startAuditWriter({ bus: deps.bus, store, batchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_MAX_WAIT_MS, log, ...(sinks ? { sinks } : {}) });
     writer = running;
     const address = await bindServer(server, config.GRPC_ADDRESS);

@@ -33,6 +33,11 @@ export { otlpLogsUrl, sinkUrlProblem } from './sinks/sink-url.ts';
 export { SINK_SIGNATURE_HEADER, SINK_SIGNATURE_TOLERANCE_SECONDS, signSinkBody, verifySinkSignature } from './sinks/webhook-signature.ts';
 export { sealSinkHeaders, sealSinkSecret, sinkHeaderNames, sinkTargetOf } from './sinks/sink-target.ts';
 export { isLoopbackHostname } from './sinks/loopback.ts';
+export {
+  addressRange, allowedDestinationsSetting, checkDestination, NO_ALLOWED_DESTINATIONS, parseAllowedDestinations,
+  type AllowedDestinations, type DestinationCheck, type DestinationRule, type HostResolver, type ResolvedAddress,
+} from './net/outbound-destination.ts';
+export { connectPinned, OutboundError, sendOutbound, type ConnectTarget, type OutboundConnector, type OutboundFailure, type OutboundRule } from './net/outbound-request.ts';
 export * from './policy-conditions.ts';
 export { LinearPattern, PATTERN_CALL_BUDGET, PATTERN_PROGRAM_MAX, PATTERN_TEXT_MAX, PatternRun, type PatternCompilation } from './patterns.ts';
 export { counter, histogram, LATENCY_BUCKETS, metricsRegistry, startMetricsServer } from './metrics.ts';

@@ -45,7 +45,7 @@ import type { AgentOAuth } from './oauth/agent-oauth.ts';
 import { oauthUrlsOf } from './oauth/oauth-provider.ts';
 
 export interface AppDeps {
-  config: Pick<GatewayConfig, 'NODE_ENV' | 'METRICS_TOKEN' | 'HOST' | 'MCP_ALLOWED_ORIGINS' | 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT'> & RateLimitConfig & { publicUrl: string };
+  config: Pick<GatewayConfig, 'NODE_ENV' | 'METRICS_TOKEN' | 'HOST' | 'MCP_ALLOWED_ORIGINS' | 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT' | 'SINK_ALLOWED_HOSTS'> & RateLimitConfig & { publicUrl: string };
   db: Database;
   bus: Bus;
   resolver: MemberKeyResolver;
@@ -186,7 +186,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       db: deps.db, auth: deps.auth, approvals: deps.approvals, tickMs: deps.config.AUDIT_STREAM_HEARTBEAT_MS,
       maxStreamsPerUser: deps.config.AUDIT_STREAM_MAX_PER_USER, queueLimit: deps.config.AUDIT_STREAM_QUEUE_LIMIT,
     });
-    await sinksRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, secret: deps.secret, allowLoopbackHttp: deps.config.NODE_ENV !== 'production' });
+    await sinksRoutes(api, {
+      db: deps.db, bus: deps.bus, auth: deps.auth, secret: deps.secret, limits: abuseRateLimitsOf(deps.config),
+      destinations: { production: deps.config.NODE_ENV === 'production', allowed: deps.config.SINK_ALLOWED_HOSTS },
+    });
     await connectionsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, connectFlow: deps.connectFlow });
     await entitiesRoutes(api, { db: deps.db, auth: deps.auth, refresh: deps.entityRefresh });
     await api.register(webhooksRoutes, { db: deps.db, secret: deps.secret, ...(deps.now ? { now: deps.now } : {}) });

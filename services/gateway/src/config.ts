@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { baseConfigShape, connectors, ConfigError, parseConfig } from '@portcullis/core';
+import { allowedDestinationsSetting, baseConfigShape, connectors, ConfigError, parseConfig } from '@portcullis/core';
 
 const durationMinutes = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
@@ -102,6 +102,18 @@ const gatewayShape = {
    */
   RATE_LIMIT_OAUTH_REGISTER_PER_IP: z.coerce.number().int().positive().default(20),
   RATE_LIMIT_OAUTH_TOKEN_PER_IP: z.coerce.number().int().positive().default(300),
+  /**
+   * Audit sinks' "Send test" per rolling hour, per user (across agents) and per agent, counted in
+   * Postgres so every replica shares them (decision 058).
+   */
+  RATE_LIMIT_SINK_TESTS_PER_USER: z.coerce.number().int().positive().default(60),
+  RATE_LIMIT_SINK_TESTS_PER_AGENT: z.coerce.number().int().positive().default(20),
+  /**
+   * Internal destinations audit sinks may reach (decision 058): host names, addresses and CIDR
+   * ranges, comma-separated (`otel-collector.internal,10.20.0.0/16`). Everything else must be a
+   * public address (and https). The gateway checks sinks with it; the audit service delivers with it.
+   */
+  SINK_ALLOWED_HOSTS: allowedDestinationsSetting,
   /**
    * Live audit stream (GET /api/audit/stream): the heartbeat interval, which is also how often
    * each stream's visible agents and session are re-checked; open streams per user on one

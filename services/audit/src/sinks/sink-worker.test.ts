@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNatsBus, type AuditEntry, type Bus } from '@portcullis/core';
+import { createNatsBus, NO_ALLOWED_DESTINATIONS, type AuditEntry, type Bus } from '@portcullis/core';
 import { deleteTestStreams, TEST_NATS_URL, uniqueSubjectPrefix } from '@portcullis/core/testing';
 import { makeEntry } from '../testing/audit-entries.ts';
 import { retryDelay, startSinkWorker } from './sink-worker.ts';
@@ -61,7 +61,7 @@ describe('sink workers on two replicas', () => {
     await replicas[0]!.sinkFeed.open(target.id, agentId);
     const leases = await Promise.all(replicas.map((bus) => bus.keyValue('audit-sink-leases', { ttlMs: 1_500 })));
     const worker = (i: number) => startSinkWorker({
-      target, agentId, feed: replicas[i]!.sinkFeed, leases: leases[i]!, outcomes: { delivered: () => undefined, failed: () => undefined },
+      target, destinations: { production: false, allowed: NO_ALLOWED_DESTINATIONS }, agentId, feed: replicas[i]!.sinkFeed, leases: leases[i]!, outcomes: { delivered: () => undefined, failed: () => undefined },
       batchSize: 20, maxWaitMs: 50, retryBaseMs: 50, retryMaxMs: 200, leaseTtlMs: 1_500,
     });
     const batch = (day: number, n: number) => Array.from({ length: n }, (_, i) => makeEntry({ agentId, timestamp: new Date(Date.UTC(2026, 10, day) + i).toISOString() }));

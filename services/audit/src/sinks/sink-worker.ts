@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { deliverToSink, sinkEntryOf, type AuditEntry, type KeyValueBucket, type SinkFeed, type SinkTarget } from '@portcullis/core';
+import { deliverToSink, sinkEntryOf, type AuditEntry, type KeyValueBucket, type OutboundRule, type SinkFeed, type SinkTarget } from '@portcullis/core';
 
 /** What a worker reports about its sink (written to `audit_sinks` by the caller). */
 export interface SinkOutcomes {
@@ -9,6 +9,8 @@ export interface SinkOutcomes {
 
 export interface SinkWorkerOptions {
   target: SinkTarget;
+  /** The outbound destination rule (decision 058), checked again before every request. */
+  destinations: OutboundRule;
   agentId: string;
   feed: SinkFeed;
   /** The lease bucket: one worker per sink across every audit replica, so entries go out in order. */
@@ -93,7 +95,7 @@ export function startSinkWorker(o: SinkWorkerOptions): SinkWorker {
     if (!mayContinue()) throw new Error('sink worker no longer holds the lease');
     for (let failures = 0; ; failures++) {
       try {
-        await deliverToSink(o.target, entries);
+        await deliverToSink(o.target, entries, o.destinations);
         o.outcomes.delivered(o.target.id, entries.length);
         return;
       } catch (err) {

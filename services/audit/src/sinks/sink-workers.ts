@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm';
-import { schema, sinkTargetOf, type AuditEntry, type Bus, type Database } from '@portcullis/core';
+import { schema, sinkTargetOf, type AuditEntry, type Bus, type Database, type OutboundRule } from '@portcullis/core';
 import type { AuditLogger } from '../handlers/grpc-errors.ts';
 import type { SinkHandOff } from '../consumer.ts';
 import { startSinkWorker, type SinkOutcomes, type SinkWorker } from './sink-worker.ts';
@@ -9,6 +9,8 @@ export interface SinkWorkersOptions {
   bus: Pick<Bus, 'sinkFeed' | 'keyValue' | 'onChange'>;
   /** The server secret the sinks' secrets are sealed with. */
   serverSecret: string;
+  /** Where sinks may deliver (decision 058): production or not, and `SINK_ALLOWED_HOSTS`. */
+  destinations: OutboundRule;
   log: AuditLogger;
   /** How often the sink list is read again from Postgres (default 2 s). */
   refreshMs?: number;
@@ -84,7 +86,7 @@ export async function startSinkWorkers(o: SinkWorkersOptions): Promise<SinkWorke
       workers.set(row.id, {
         version: row.updatedAt.toISOString(),
         worker: startSinkWorker({
-          target, agentId: row.agentId, feed: o.bus.sinkFeed, leases, outcomes,
+          target, destinations: o.destinations, agentId: row.agentId, feed: o.bus.sinkFeed, leases, outcomes,
           batchSize: o.batchSize ?? 100, maxWaitMs: o.maxWaitMs ?? 200,
           retryBaseMs: o.retryBaseMs ?? 1_000, retryMaxMs: o.retryMaxMs ?? 60_000, leaseTtlMs: o.leaseTtlMs ?? 15_000,
         }),

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { OutboundError, sendOutbound, type OutboundAnswer, type OutboundRule } from '../net/outbound-request.ts';
 import { otlpLogsBody } from './otlp-logs.ts';
 import type { SinkEntry } from './sink-entry.ts';
 import { otlpLogsUrl } from './sink-url.ts';
@@ -9,7 +10,11 @@ export type SinkTarget =
   | { kind: 'webhook'; id: string; url: string; secret: string }
   | { kind: 'otlp'; id: string; url: string; headers: Record<string, string> };
 
-/** A delivery that did not succeed; the message names the status or network error, never a secret. */
+/**
+ * A delivery that did not succeed. The message names the HTTP status or the class of network
+ * failure (`could not reach the sink: connection refused`, `destination not allowed: …`), never
+ * a secret, and never what the sink answered unless the operator listed it in SINK_ALLOWED_HOSTS.
+ */
 export class SinkDeliveryError extends Error {
   override name = 'SinkDeliveryError';
 }
@@ -28,29 +33,29 @@ const USER_AGENT = 'Portcullis-Audit-Sink/1';
 const DEFAULT_TIMEOUT_MS = 10_000;
 
 /**
- * Sends `entries` to the sink once: resolves when it answered 2xx, throws `SinkDeliveryError`
- * otherwise (non-2xx, a redirect — never followed, so a sink cannot bounce us elsewhere —,
- * a timeout or a network error). Retrying is the caller's business.
+ * Sends `entries` to the sink once under the outbound destination rule (decision 058: the URL
+ * is checked again now — its name may resolve elsewhere than when the sink was created — and
+ * the connection goes to the checked addresses only): resolves when it answered 2xx, throws
+ * `SinkDeliveryError` otherwise (non-2xx, a redirect — never followed, so a sink cannot bounce
+ * us elsewhere —, a refused destination, a timeout or a network error). Retrying is the caller's business.
  */
-export async function deliverToSink(target: SinkTarget, entries: readonly SinkEntry[], options: { timeoutMs?: number; test?: boolean } = {}): Promise<void> {
+export async function deliverToSink(target: SinkTarget, entries: readonly SinkEntry[], rule: OutboundRule, options: { timeoutMs?: number; test?: boolean } = {}): Promise<void> {
   const request = target.kind === 'webhook' ? webhookRequest(target, entries, options.test === true) : otlpRequest(target, entries);
-  let response: Response;
+  let answer: OutboundAnswer;
   try {
-    response = await fetch(request.url, {
+    answer = await sendOutbound(request.url, {
       method: 'POST',
       headers: { 'user-agent': USER_AGENT, ...request.headers },
       body: request.body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
-    });
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    }, rule);
   } catch (err) {
-    throw new SinkDeliveryError(`could not reach the sink: ${networkReason(err)}`);
+    if (!(err instanceof OutboundError)) throw err;
+    throw new SinkDeliveryError(err.failure === 'destination not allowed' ? `destination not allowed: the sink's URL ${err.message}` : `could not reach the sink: ${err.failure}`);
   }
-  const text = await response.text().catch(() => '');
-  if (response.status >= 200 && response.status < 300) return;
-  const excerpt = text.replace(/\s+/g, ' ').trim().slice(0, 200);
-  const what = response.status >= 300 && response.status < 400 ? 'redirected (redirects are not followed)' : `answered HTTP ${response.status}`;
-  throw new SinkDeliveryError(`the sink ${what}${excerpt ? `: ${excerpt}` : ''}`);
+  if (answer.status >= 200 && answer.status < 300) return;
+  const what = answer.status >= 300 && answer.status < 400 ? `answered HTTP ${answer.status} (redirects are not followed)` : `answered HTTP ${answer.status}`;
+  throw new SinkDeliveryError(`the sink ${what}${answer.excerpt ? `: ${answer.excerpt}` : ''}`);
 }
 
 function webhookRequest(target: Extract<SinkTarget, { kind: 'webhook' }>, entries: readonly SinkEntry[], test: boolean) {
@@ -66,10 +71,4 @@ function webhookRequest(target: Extract<SinkTarget, { kind: 'webhook' }>, entrie
 function otlpRequest(target: Extract<SinkTarget, { kind: 'otlp' }>, entries: readonly SinkEntry[]) {
   // The owner's headers first: content-type is ours.
   return { url: otlpLogsUrl(target.url), body: otlpLogsBody(entries), headers: { ...target.headers, 'content-type': 'application/json' } };
-}
-
-function networkReason(err: unknown): string {
-  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return 'no answer in time';
-  const cause = err instanceof Error ? (err.cause as { code?: string; message?: string } | undefined) : undefined;
-  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
 }

@@ -1,25 +1,20 @@
-import { isLoopbackHostname } from './loopback.ts';
-
 /**
- * Why `text` cannot be a sink's address, or undefined when it can (decision 058): https only;
- * plain http only to a loopback host (`localhost`, 127.0.0.0/8, ::1) and only outside
- * production (`allowLoopbackHttp`), as the MCP origin rule treats loopback. No credentials in
- * the URL (they would be shown back in the list; secrets go in the sealed fields), no fragment.
+ * Why `text` cannot be a sink's address on its face, or undefined (decision 058): an absolute
+ * http(s) URL without credentials (they would be shown back in the list; secrets go in the
+ * sealed fields) or a fragment. Where it may point — https, public addresses, the development
+ * and SINK_ALLOWED_HOSTS exceptions — is the outbound destination rule's (`checkDestination`).
  */
-export function sinkUrlProblem(text: string, options: { allowLoopbackHttp: boolean }): string | undefined {
+export function sinkUrlProblem(text: string): string | undefined {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
     return 'must be an absolute URL such as https://siem.example.com/portcullis';
   }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must use https';
   if (url.username || url.password) return 'must not hold a user name or password: put credentials in the secret or headers';
   if (url.hash) return 'must not hold a #fragment';
-  if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:' && isLoopbackHostname(url.hostname)) {
-    return options.allowLoopbackHttp ? undefined : 'must use https (plain http to loopback is for development and tests only)';
-  }
-  return 'must use https (plain http only to localhost outside production)';
+  return undefined;
 }
 
 /**

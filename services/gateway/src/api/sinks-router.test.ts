@@ -142,3 +142,132 @@ describe('an owner\'s sinks', () => {
     expect(empty.statusCode).toBe(400);
   });
 });
+
+describe('Send test (issue 29)', () => {
+  it('takes no body but {} and refuses anything else with 400, without sending', async () => {
+    const { agentId, sinkId } = await agentWithSink();
+    const url = `/api/agents/${agentId}/sinks/${sinkId}/test`;
+    received.length = 0;
+    for (const [payload, headers] of [[{ verbose: true }, {}], ['hello', { 'content-type': 'text/plain' }], [[], {}]] as const) {
+      const res = await h.request({ method: 'POST', url, cookie: owner(), payload: payload as never, headers });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().error.code).toBe('invalid_request');
+    }
+    expect(received).toEqual([]);
+    expect((await h.request({ method: 'POST', url, cookie: owner(), payload: {} })).json()).toEqual({ delivered: true, error: null });
+    expect((await h.request({ method: 'POST', url, cookie: owner() })).json()).toEqual({ delivered: true, error: null });
+  });
+});
+
+/** An internal service that answers 500 with what it should never show: its error page names a secret. */
+const LEAKED = 'db_password=hunter2-internal-4c1e';
+let leaky: Server;
+let leakyUrl: string;
+beforeAll(async () => {
+  leaky = createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(500, { 'content-type': 'text/plain' }).end(`error: ${LEAKED}`)); });
+  await new Promise<void>((resolve) => leaky.listen(0, '127.0.0.1', resolve));
+  leakyUrl = `http://127.0.0.1:${(leaky.address() as AddressInfo).port}/leak`;
+});
+afterAll(async () => {
+  leaky?.closeAllConnections();
+  await new Promise<void>((resolve) => leaky.close(() => resolve()));
+});
+
+describe('what Send test tells the owner (issue 29)', () => {
+  it('is the status only, never the answer\'s bytes, for a destination not on SINK_ALLOWED_HOSTS (development: loopback allowed)', async () => {
+    const agentId = await roles.agentWithMembers();
+    const created = await h.request({ method: 'POST', url: `/api/agents/${agentId}/sinks`, cookie: owner(), payload: { kind: 'webhook', name: 'x', url: leakyUrl, secret: SECRET } });
+    expect(created.statusCode, created.body).toBe(201);
+    const test = await h.request({ method: 'POST', url: `/api/agents/${agentId}/sinks/${created.json().id}/test`, cookie: owner() });
+    expect(test.json()).toEqual({ delivered: false, error: 'the sink answered HTTP 500' });
+    expect(test.body).not.toContain('hunter2');
+  });
+
+  it('names the error class of a failed connection only', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const agentId = await roles.agentWithMembers();
+    const created = await h.request({ method: 'POST', url: `/api/agents/${agentId}/sinks`, cookie: owner(), payload: { kind: 'webhook', name: 'x', url: `http://127.0.0.1:${port}/`, secret: SECRET } });
+    const test = await h.request({ method: 'POST', url: `/api/agents/${agentId}/sinks/${created.json().id}/test`, cookie: owner() });
+    expect(test.json()).toEqual({ delivered: false, error: 'could not reach the sink: connection refused' });
+  });
+});
+
+/** Internal destinations in every form the URL parser takes (issue 29): none may be a sink in production. */
+const INTERNAL_URLS = [
+  'https://127.0.0.1:8443/hook', 'https://localhost/hook', 'https://LOCALHOST./hook', 'https://api.localhost/', 'https://0.0.0.0/', 'https://0/',
+  'https://2130706433/', 'https://0x7f.1/', 'https://017700000001/', 'https://[::1]/', 'https://[::ffff:127.0.0.1]/', 'https://[::ffff:7f00:1]/',
+  'https://[::127.0.0.1]/', 'https://10.1.2.3/', 'https://172.16.0.1/', 'https://192.168.1.1/', 'https://169.254.169.254/latest/meta-data/',
+  'https://100.64.0.1/', 'https://[fe80::1]/', 'https://[fd00::1]/', 'https://[fc00::1]/', 'https://224.0.0.1/', 'https://255.255.255.255/',
+  'https://[ff02::1]/', 'https://[64:ff9b::a9fe:a9fe]/', 'https://[2002:a00:1::]/', 'https://[::ffff:10.0.0.1]/',
+];
+
+describe('in production (issue 29)', () => {
+  let prod: ApiHarness;
+  let prodRoles: RoleActors;
+  beforeAll(async () => {
+    prod = await createApiHarness({ NODE_ENV: 'production' });
+    prodRoles = await signInRoleActors(prod, 'sinks-prod');
+  });
+  afterAll(async () => { await prod?.close(); });
+
+  it.each(INTERNAL_URLS)('refuses %s as a sink\'s URL with a 400 naming url, on create and on change', async (url) => {
+    const agentId = await prodRoles.agentWithMembers();
+    const create = await prod.request({ method: 'POST', url: `/api/agents/${agentId}/sinks`, cookie: prodRoles.cookieOf.owner!, payload: { kind: 'otlp', name: 'x', url, headers: { authorization: 'Bearer k' } } });
+    expect(create.statusCode, create.body).toBe(400);
+    expect(create.json().error).toMatchObject({ code: 'invalid_request', details: { field: 'url' } });
+    const ok = await prod.request({ method: 'POST', url: `/api/agents/${agentId}/sinks`, cookie: prodRoles.cookieOf.owner!, payload: { kind: 'webhook', name: 'x', url: 'https://siem.example.com/hook', secret: SECRET } });
+    expect(ok.statusCode, ok.body).toBe(201);
+    const before = await prod.db.select().from(schema.auditSinks).where(eq(schema.auditSinks.agentId, agentId));
+    const change = await prod.request({ method: 'PUT', url: `/api/agents/${agentId}/sinks/${ok.json().id}`, cookie: prodRoles.cookieOf.owner!, payload: { url } });
+    expect(change.statusCode, change.body).toBe(400);
+    expect(change.json().error).toMatchObject({ code: 'invalid_request', details: { field: 'url' } });
+    expect(await prod.db.select().from(schema.auditSinks).where(eq(schema.auditSinks.agentId, agentId))).toEqual(before);
+  });
+});
+
+describe('in production with SINK_ALLOWED_HOSTS=127.0.0.1 (issue 29)', () => {
+  let allowed: ApiHarness;
+  let allowedRoles: RoleActors;
+  beforeAll(async () => {
+    allowed = await createApiHarness({ NODE_ENV: 'production', SINK_ALLOWED_HOSTS: '127.0.0.1', RATE_LIMIT_SINK_TESTS_PER_AGENT: '2', RATE_LIMIT_SINK_TESTS_PER_USER: '3' });
+    allowedRoles = await signInRoleActors(allowed, 'sinks-allowed');
+  });
+  afterAll(async () => { await allowed?.close(); });
+
+  const sinkOn = async (roles: RoleActors, cookie: string) => {
+    const agentId = await roles.agentWithMembers();
+    const created = await allowed.request({ method: 'POST', url: `/api/agents/${agentId}/sinks`, cookie, payload: { kind: 'webhook', name: 'x', url: leakyUrl, secret: SECRET } });
+    expect(created.statusCode, created.body).toBe(201);
+    return `/api/agents/${agentId}/sinks/${created.json().id}/test`;
+  };
+
+  it('takes plain http to a listed internal collector, and shows the owner its answer', async () => {
+    const test = await allowed.request({ method: 'POST', url: await sinkOn(allowedRoles, allowedRoles.cookieOf.owner!), cookie: allowedRoles.cookieOf.owner! });
+    expect(test.json()).toEqual({ delivered: false, error: `the sink answered HTTP 500: error: ${LEAKED}` });
+    // Other loopback addresses are not listed.
+    const agentId = await allowedRoles.agentWithMembers();
+    const other = await allowed.request({ method: 'POST', url: `/api/agents/${agentId}/sinks`, cookie: allowedRoles.cookieOf.owner!, payload: { kind: 'webhook', name: 'x', url: 'https://127.0.0.2/', secret: SECRET } });
+    expect(other.statusCode, other.body).toBe(400);
+  });
+
+  it('limits Send test per agent and per user: 429 with Retry-After beyond', async () => {
+    const tester = await signInRoleActors(allowed, 'sinks-tester');
+    const cookie = tester.cookieOf.owner!;
+    const first = await sinkOn(tester, cookie);
+    const second = await sinkOn(tester, cookie);
+    const send = (url: string) => allowed.request({ method: 'POST', url, cookie });
+    expect((await send(first)).statusCode).toBe(200);
+    expect((await send(first)).statusCode).toBe(200);
+    const perAgent = await send(first);
+    expect(perAgent.statusCode, perAgent.body).toBe(429);
+    expect(Number(perAgent.headers['retry-after'])).toBeGreaterThan(0);
+    expect(perAgent.json().error.code).toBe('rate_limited');
+    expect((await send(second)).statusCode).toBe(200);
+    const perUser = await send(second);
+    expect(perUser.statusCode, perUser.body).toBe(429);
+    expect(perUser.json().error.message).toMatch(/by you/);
+  });
+});

@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Bus, Database } from '@portcullis/core';
+import type { Bus, Database, OutboundRule } from '@portcullis/core';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { agentIdParams, loadAgentAccess, requireOwner } from '../modules/agents/agent-access.ts';
 import { createSinkService, MAX_SINKS_PER_AGENT } from '../modules/sinks/sink-service.ts';
+import { createSharedLimiters, type AbuseRateLimits } from '../plugins/rate-limits.ts';
 import { requireUser } from '../plugins/session-auth.ts';
 
 const NO_CONTROL_CHARS = /^[^\u0000-\u001f\u007f]*$/;
@@ -12,7 +13,8 @@ const NO_CONTROL_CHARS = /^[^\u0000-\u001f\u007f]*$/;
 const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'transfer-encoding', 'connection', 'user-agent']);
 
 const name = z.string().trim().min(1, 'must not be empty').max(100).regex(NO_CONTROL_CHARS, 'must not contain control characters');
-const url = z.string().trim().min(1, 'must not be empty').max(2048).describe('https URL (plain http only to localhost outside production)');
+const url = z.string().trim().min(1, 'must not be empty').max(2048)
+  .describe('https URL of a public address (plain http only to loopback outside production; internal hosts only when the operator lists them in SINK_ALLOWED_HOSTS)');
 const secret = z.string().min(16, 'must be at least 16 characters').max(512)
   .describe('HMAC-SHA256 key the requests are signed with (Portcullis-Signature header); stored sealed, never returned');
 const headers = z.record(
@@ -32,6 +34,9 @@ const updateBody = z.strictObject({
   headers: headers.optional().describe('OTLP sinks: replaces every header ({} removes them)'),
 }).refine((b) => Object.values(b).some((v) => v !== undefined), { message: 'give at least one field to change', path: ['name'] });
 
+/** Send test takes nothing: no body, or `{}`. */
+const noBody = z.strictObject({}).nullish();
+
 const sinkParams = z.strictObject({ id: z.string().uuid('must be a UUID'), sinkId: z.string().uuid('must be a UUID') });
 
 const sinkSchema = z.object({
@@ -43,7 +48,7 @@ const sinkSchema = z.object({
   enabled: z.boolean(),
   headerNames: z.array(z.string()).describe('OTLP sinks: the names of the sealed headers'),
   lag: z.number().int().nullable().describe('Entries accepted for the sink and not yet delivered; null when the bus cannot say'),
-  lastError: z.string().nullable().describe('The last failed delivery, as the sink answered it'),
+  lastError: z.string().nullable().describe('The last failed delivery: the HTTP status or the class of failure (the answer\'s text only for hosts on SINK_ALLOWED_HOSTS)'),
   lastErrorAt: z.string().nullable(),
   lastDeliveredAt: z.string().nullable(),
   createdAt: z.string(),
@@ -56,9 +61,20 @@ const testResult = z.object({ delivered: z.boolean(), error: z.string().nullable
  * webhooks and OTLP/HTTP log endpoints that receive every audit entry of the agent. Owner only
  * (approved and pending members 403, outsiders 404); secrets are write-only.
  */
-export async function sinksRoutes(fastify: FastifyInstance, options: { db: Database; bus: Pick<Bus, 'sinkFeed' | 'publishChange'>; auth: AuthService; secret: string; allowLoopbackHttp: boolean }) {
+export async function sinksRoutes(fastify: FastifyInstance, options: {
+  db: Database; bus: Pick<Bus, 'sinkFeed' | 'publishChange'>; auth: AuthService; secret: string;
+  /** Send test per user and per agent, shared by every replica. */
+  limits: Pick<AbuseRateLimits, 'sinkTestsPerUser' | 'sinkTestsPerAgent'>;
+  /** Where a sink may point (decision 058). */
+  destinations: OutboundRule;
+}) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const sinks = createSinkService(options);
+  // Each Send test makes the server connect where an owner said: limited, so it cannot be a scanner.
+  const testLimits = createSharedLimiters({ db: options.db })(
+    { limit: options.limits.sinkTestsPerUser, action: 'sink-test', what: 'sink tests sent by you', subjectOf: (request) => `user:${request.user!.id}` },
+    { limit: options.limits.sinkTestsPerAgent, action: 'sink-test-agent', what: 'sink tests for this agent', subjectOf: (request) => `agent:${(request.params as { id: string }).id}` },
+  );
   const ownerOf = async (agentId: string, userId: string) => {
     const access = await loadAgentAccess(options.db, agentId, userId);
     requireOwner(access);
@@ -103,10 +119,17 @@ export async function sinksRoutes(fastify: FastifyInstance, options: { db: Datab
   });
 
   app.post('/api/agents/:id/sinks/:sinkId/test', {
-    schema: { tags: ['sinks'], summary: 'Sends a test entry to the sink now and says whether it was taken', params: sinkParams, response: { 200: testResult } },
+    schema: {
+      tags: ['sinks'], summary: 'Sends a test entry to the sink now and says whether it was taken',
+      description: 'No body (or `{}`). The answer names the HTTP status or the class of failure only. '
+        + 'Limited per user and per agent per hour (429 with Retry-After beyond).',
+      params: sinkParams, body: noBody, response: { 200: testResult },
+    },
     onRequest: requireUser(options.auth),
-  }, async (request) => {
+  }, async (request, reply) => {
     const access = await ownerOf(request.params.id, request.user!.id);
+    // Counted after the owner check: nobody else can spend the owner's tests.
+    await testLimits(request, reply);
     return sinks.test(request.params.id, request.params.sinkId, access.agent.name);
   });
 }

@@ -30,11 +30,15 @@ export interface AbuseRateLimits {
   invitesPerIp: Limit;
   /** `POST /api/agents`, per user. */
   agentsPerUser: Limit;
+  /** `POST /api/agents/:id/sinks/:sinkId/test`, per user across agents (decision 058). */
+  sinkTestsPerUser: Limit;
+  /** The same, per agent. */
+  sinkTestsPerAgent: Limit;
 }
 
 export type RateLimitConfig = Pick<GatewayConfig,
   'RATE_LIMIT_WINDOW_MINUTES' | 'RATE_LIMIT_MAGIC_LINK_PER_ADDRESS' | 'RATE_LIMIT_MAGIC_LINK_PER_IP' | 'RATE_LIMIT_VERIFY_PER_IP' | 'RATE_LIMIT_MFA_PER_IP'
-  | 'RATE_LIMIT_INVITES_PER_USER' | 'RATE_LIMIT_INVITES_PER_IP' | 'RATE_LIMIT_AGENTS_PER_USER'
+  | 'RATE_LIMIT_INVITES_PER_USER' | 'RATE_LIMIT_INVITES_PER_IP' | 'RATE_LIMIT_AGENTS_PER_USER' | 'RATE_LIMIT_SINK_TESTS_PER_USER' | 'RATE_LIMIT_SINK_TESTS_PER_AGENT'
   | 'RATE_LIMIT_OAUTH_REGISTER_PER_IP' | 'RATE_LIMIT_OAUTH_TOKEN_PER_IP'>;
 
 const HOUR_MS = 60 * 60_000;
@@ -45,6 +49,8 @@ export function abuseRateLimitsOf(config: RateLimitConfig): AbuseRateLimits {
     invitesPerUser: { max: config.RATE_LIMIT_INVITES_PER_USER, windowMs: HOUR_MS },
     invitesPerIp: { max: config.RATE_LIMIT_INVITES_PER_IP, windowMs: HOUR_MS },
     agentsPerUser: { max: config.RATE_LIMIT_AGENTS_PER_USER, windowMs: HOUR_MS },
+    sinkTestsPerUser: { max: config.RATE_LIMIT_SINK_TESTS_PER_USER, windowMs: HOUR_MS },
+    sinkTestsPerAgent: { max: config.RATE_LIMIT_SINK_TESTS_PER_AGENT, windowMs: HOUR_MS },
   };
 }
 

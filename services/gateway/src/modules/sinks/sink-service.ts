@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { and, count, eq } from 'drizzle-orm';
 import {
-  ApiError, deliverToSink, schema, sealSinkHeaders, sealSinkSecret, sinkEntryOf, sinkHeaderNames, sinkTargetOf, sinkUrlProblem,
-  type AuditEntry, type Bus, type Database,
+  ApiError, checkDestination, deliverToSink, schema, sealSinkHeaders, sealSinkSecret, sinkEntryOf, sinkHeaderNames, sinkTargetOf, sinkUrlProblem,
+  type AuditEntry, type Bus, type Database, type OutboundRule,
 } from '@portcullis/core';
 
 type SinkRow = typeof schema.auditSinks.$inferSelect;
@@ -44,12 +44,22 @@ export interface SinkChange {
  * a durable consumer on the sink feed opened at creation (so it keeps entries from then on,
  * whether or not a worker runs yet) and removed with the sink. Callers check the owner role.
  */
-export function createSinkService(o: { db: Database; bus: Pick<Bus, 'sinkFeed' | 'publishChange'>; secret: string; allowLoopbackHttp: boolean }) {
+export function createSinkService(o: {
+  db: Database; bus: Pick<Bus, 'sinkFeed' | 'publishChange'>; secret: string;
+  /** The outbound destination rule (decision 058): where a sink may point, and how Send test connects. */
+  destinations: OutboundRule;
+}) {
   /** The audit service's sink workers read the sinks again at once (decision 055). */
   const announce = (agentId: string) => o.bus.publishChange({ kind: 'agent.changed', agentId });
-  const checkUrl = (url: string) => {
-    const problem = sinkUrlProblem(url, { allowLoopbackHttp: o.allowLoopbackHttp });
+  /**
+   * The URL's form, then the destination rule with the name resolved now. A name that does not
+   * resolve yet is taken (a collector being set up): every delivery checks the rule again.
+   */
+  const checkUrl = async (url: string) => {
+    const problem = sinkUrlProblem(url);
     if (problem) throw new ApiError('invalid_request', `url ${problem}.`, { field: 'url' });
+    const checked = await checkDestination(url, o.destinations);
+    if (!checked.ok && checked.problem !== 'unresolved') throw new ApiError('invalid_request', `url ${checked.message}.`, { field: 'url' });
   };
 
   const viewOf = async (row: SinkRow): Promise<SinkView> => ({
@@ -81,7 +91,7 @@ export function createSinkService(o: { db: Database; bus: Pick<Bus, 'sinkFeed' |
     },
 
     async create(agentId: string, userId: string, input: NewSink): Promise<SinkView> {
-      checkUrl(input.url);
+      await checkUrl(input.url);
       const [existing] = await o.db.select({ n: count() }).from(schema.auditSinks).where(eq(schema.auditSinks.agentId, agentId));
       if ((existing?.n ?? 0) >= MAX_SINKS_PER_AGENT) throw new ApiError('conflict', `An agent can have at most ${MAX_SINKS_PER_AGENT} sinks; delete one first.`);
       const [row] = await o.db.insert(schema.auditSinks).values({
@@ -101,7 +111,7 @@ export function createSinkService(o: { db: Database; bus: Pick<Bus, 'sinkFeed' |
 
     async update(agentId: string, sinkId: string, change: SinkChange): Promise<SinkView> {
       const row = await load(agentId, sinkId);
-      if (change.url !== undefined) checkUrl(change.url);
+      if (change.url !== undefined) await checkUrl(change.url);
       if (change.secret !== undefined && row.kind !== 'webhook') throw new ApiError('invalid_request', 'secret is for webhook sinks; an OTLP sink takes headers.', { field: 'secret' });
       if (change.headers !== undefined && row.kind !== 'otlp') throw new ApiError('invalid_request', 'headers are for OTLP sinks; a webhook sink takes a secret.', { field: 'headers' });
       const [updated] = await o.db.update(schema.auditSinks).set({
@@ -125,7 +135,11 @@ export function createSinkService(o: { db: Database; bus: Pick<Bus, 'sinkFeed' |
       await o.bus.sinkFeed.remove(row.id).catch(() => undefined);
     },
 
-    /** Sends one made-up entry (tool `portcullis__sink_test`) now, marked as a test; says whether the sink took it. */
+    /**
+     * Sends one made-up entry (tool `portcullis__sink_test`) now, marked as a test; says whether
+     * the sink took it — the status or the failure's class only (decision 058), so Send test
+     * cannot read an internal service's answer nor tell one kind of closed port from another.
+     */
     async test(agentId: string, sinkId: string, agentName: string): Promise<{ delivered: boolean; error: string | null }> {
       const row = await load(agentId, sinkId);
       const entry: AuditEntry = {
@@ -135,7 +149,7 @@ export function createSinkService(o: { db: Database; bus: Pick<Bus, 'sinkFeed' |
         durationMs: 0, principal: '',
       };
       try {
-        await deliverToSink(sinkTargetOf(o.secret, row), [sinkEntryOf(entry)], { test: true });
+        await deliverToSink(sinkTargetOf(o.secret, row), [sinkEntryOf(entry)], o.destinations, { test: true });
         return { delivered: true, error: null };
       } catch (err) {
         return { delivered: false, error: err instanceof Error ? err.message : String(err) };
