@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
+import { schema } from '@portcullis/core';
 import { openSseStream, readOutbox, type SseStream } from '@portcullis/gateway/testing';
 import { apiClient, signInThroughOutbox, type ApiClient } from '../support/api-client.ts';
 import { connectMcp } from '../support/mcp-client.ts';
@@ -13,16 +15,25 @@ import { startSplitTopology, type SplitTopology } from '../support/split-topolog
  * goes upstream exactly once; other arguments, a second retry, a policy change and an expiry
  * are not covered; a denial carries the approver's reason; a 2026-07-28 client with URL
  * elicitation gets `input_required` and completes after approval; the audit tells the story.
+ * Issue 29 (decision 067): the owner sees the exact arguments with only their secret-looking
+ * spans masked, a reveal is recorded, the sealed arguments are destroyed once the request is
+ * executed, denied or expired; open requests are capped per member, also when replicas race.
  */
 const OWNER = 'approvals-owner@example.com';
 const PENDING_TTL_S = 6;
 
 type CallResult = { isError?: boolean; content: Array<{ type: string; text: string }>; _meta?: Record<string, any> };
 interface Approval { id: string; status: string; expiresAt: string; reason: string | null; approverEmail: string | null; auditEntryIds: string[]; argsDigest: string; toolArgs: Record<string, unknown> }
-interface AuditEntryView { id: string; tool: string; decision: string; reason: string; approvalId?: string; approvalEvent?: string; approverName?: string; memberName: string }
+interface AuditEntryView { id: string; tool: string; decision: string; reason: string; approvalId?: string; approvalEvent?: string; approverName?: string; memberName: string; toolArgs: Record<string, unknown> }
+
+/** A GitHub token of the right shape (fake): what a prose argument may carry. */
+const GHP = `ghp_${'Zq7Lm2Xv9Rt4'.repeat(3)}`;
+const SENTENCE = `Delete every project and post the customer list publicly. ${GHP}`;
+const MASKED_SENTENCE = 'Delete every project and post the customer list publicly. ghp_••••';
 
 const textOf = (result: CallResult) => result.content.map((c) => c.text).join('\n');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const approvalOf = (result: CallResult) => result._meta?.['portcullis/approval'] as { id: string; status: string; expiresAt: string; url: string };
 
 describe('call approvals across two gateway replicas', () => {
   let t: SplitTopology;
@@ -54,7 +65,25 @@ describe('call approvals across two gateway replicas', () => {
     return items.filter((issue) => issue.title === text).length;
   }
 
-  const approvalOf = (result: CallResult) => result._meta?.['portcullis/approval'] as { id: string; status: string; expiresAt: string; url: string };
+  /** What Postgres keeps of a request: its sealed arguments (null once destroyed) and its reveals. */
+  async function stored(id: string) {
+    const [row] = await t.database.db.select().from(schema.callApprovals).where(eq(schema.callApprovals.id, id));
+    const reveals = await t.database.db.select().from(schema.callApprovalReveals).where(eq(schema.callApprovalReveals.approvalId, id));
+    return { sealedArgs: row!.sealedArgs, reveals };
+  }
+
+  /** The reveal route answers 409 once the exact arguments are destroyed, and records nothing. */
+  async function expectDestroyed(id: string, status: string) {
+    const before = (await stored(id)).reveals.length;
+    expect((await stored(id)).sealedArgs).toBeNull();
+    const late = await owner0.call('POST', `/api/agents/${agentId}/call-approvals/${id}/reveal`, {});
+    expect(late.status, late.text).toBe(409);
+    expect(late.body.error).toMatchObject({ code: 'conflict', details: { status } });
+    expect(late.body.error.message).toContain('no longer exist');
+    expect((await stored(id)).reveals).toHaveLength(before);
+    const shown = (await owner0.call('GET', `/api/agents/${agentId}/call-approvals/${id}`)).body;
+    expect(shown).toMatchObject({ status, args: null, secretSpans: [] });
+  }
 
   async function auditUntil(predicate: (entries: AuditEntryView[]) => boolean): Promise<AuditEntryView[]> {
     const deadline = Date.now() + 10_000;
@@ -195,6 +224,8 @@ describe('call approvals across two gateway replicas', () => {
     await sleep(PENDING_TTL_S * 1000 + 1_000);
     const shown = await owner1.call('GET', `/api/agents/${agentId}/call-approvals/${id}`);
     expect(shown.body.status).toBe('expired');
+    // The sweep (every 500 ms here) destroyed its exact arguments with the expiry.
+    await expectDestroyed(id, 'expired');
     const late = await owner1.call('POST', `/api/agents/${agentId}/call-approvals/${id}/approve`, {});
     expect(late.status).toBe(409);
     expect(late.body.error.message).toContain('expired');
@@ -207,6 +238,69 @@ describe('call approvals across two gateway replicas', () => {
     const entries = await auditUntil((es) => es.some((e) => e.approvalId === id && e.approvalEvent === 'expired'));
     expect(entries.filter((e) => e.approvalId === id && e.approvalEvent === 'expired')).toHaveLength(1);
     expect(await issuesTitled(`${title} (expiring)`)).toBe(0);
+  }, 60_000);
+
+  it('shows the owner the exact arguments with only the secret span masked; a reveal is recorded; executing or denying destroys them', async () => {
+    const args = { ...issueArgs(' (secret)'), body: SENTENCE };
+    const held = await call(0, 'github__issue_write', args);
+    expect(held.isError).toBe(true);
+    const { id } = approvalOf(held);
+    const at = SENTENCE.indexOf('ghp_');
+
+    // The owner sees the whole sentence; only the token is masked, keeping its public prefix.
+    for (const res of [
+      await owner1.call('GET', `/api/agents/${agentId}/call-approvals/${id}`),
+      { status: 200, text: '', body: (await owner1.call('GET', `/api/agents/${agentId}/call-approvals?status=pending`)).body.approvals.find((a: Approval) => a.id === id) },
+    ]) {
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.args).toEqual({ ...issueArgs(' (secret)'), body: MASKED_SENTENCE });
+      expect(res.body.secretSpans).toEqual([{ path: ['body'], start: at, end: at + 'ghp_••••'.length, kind: 'github-token' }]);
+      // The audit's redacted form is unchanged, and the token is nowhere in the answer.
+      expect(res.body.toolArgs.body).toBe('[REDACTED]');
+      expect(JSON.stringify(res.body)).not.toContain(GHP);
+      expect(res.body.reveals).toEqual([]);
+    }
+    const live = await events.waitFor((e) => e.event === 'approval' && e.id === id, 10_000);
+    expect(JSON.parse(live.data).args.body).toBe(MASKED_SENTENCE);
+    expect(live.data).not.toContain(GHP);
+    // At rest, the arguments are sealed: not readable in the row.
+    const sealed = (await stored(id)).sealedArgs;
+    expect(sealed).toMatch(/^sb1\./);
+    expect(sealed).not.toContain('Delete every project');
+
+    // Reveal: the exact value, from the other replica, recorded (who, when) and listed on the request.
+    const revealed = await owner0.call('POST', `/api/agents/${agentId}/call-approvals/${id}/reveal`, {});
+    expect(revealed.status, revealed.text).toBe(200);
+    expect(revealed.headers.get('cache-control')).toBe('no-store');
+    expect(revealed.body.args).toEqual(args);
+    expect(revealed.body.secretSpans).toEqual([{ path: ['body'], start: at, end: SENTENCE.length, kind: 'github-token' }]);
+    expect(revealed.body.reveal).toMatchObject({ userEmail: OWNER });
+    const rows = (await stored(id)).reveals;
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ approvalId: id, userEmail: OWNER });
+    expect(rows[0]!.revealedAt.toISOString()).toBe(revealed.body.reveal.revealedAt);
+    const after = await owner1.call('GET', `/api/agents/${agentId}/call-approvals/${id}`);
+    expect(after.body.reveals).toEqual([revealed.body.reveal]);
+    await events.waitFor((e) => e.event === 'approval' && e.id === id && JSON.parse(e.data).reveals.length === 1, 10_000);
+
+    // The held call's audit entry keeps the redacted form.
+    const entries = await auditUntil((es) => es.some((e) => e.approvalId === id && e.approvalEvent === 'proposed'));
+    expect(entries.find((e) => e.approvalId === id && e.approvalEvent === 'proposed')!.toolArgs.body).toBe('[REDACTED]');
+
+    // Approved: still shown and revealable until it is used; executed: destroyed in the same statement.
+    expect((await owner1.call('POST', `/api/agents/${agentId}/call-approvals/${id}/approve`, {})).status).toBe(200);
+    expect((await owner1.call('GET', `/api/agents/${agentId}/call-approvals/${id}`)).body.args.body).toBe(MASKED_SENTENCE);
+    expect((await stored(id)).sealedArgs).not.toBeNull();
+    const ran = await call(1, 'github__issue_write', args);
+    expect(ran.isError, textOf(ran)).toBeFalsy();
+    await expectDestroyed(id, 'executed');
+    expect((await owner1.call('GET', `/api/agents/${agentId}/call-approvals/${id}`)).body.reveals).toHaveLength(1);
+
+    // Denied: destroyed too.
+    const other = approvalOf(await call(0, 'github__issue_write', { ...args, title: `${title} (secret, denied)` })).id;
+    expect((await stored(other)).sealedArgs).not.toBeNull();
+    expect((await owner0.call('POST', `/api/agents/${agentId}/call-approvals/${other}/deny`, { reason: 'No' })).status).toBe(200);
+    await expectDestroyed(other, 'denied');
   }, 60_000);
 
   it('a 2026-07-28 client with URL elicitation gets input_required, is refused tampered state, and completes after approval', async () => {
@@ -245,5 +339,65 @@ describe('call approvals across two gateway replicas', () => {
     expect(done.body.result.resultType, JSON.stringify(done.body)).toBe('complete');
     expect(done.body.result.isError).toBeFalsy();
     expect(await issuesTitled(`${title} (modern)`)).toBe(1);
+  }, 60_000);
+});
+
+describe('the cap on open approval requests', () => {
+  const CAP = 3;
+  let t: SplitTopology;
+  let owner: ApiClient;
+  let agentId: string;
+  let memberKey: string;
+
+  async function call(gateway: number, args: Record<string, unknown>): Promise<CallResult> {
+    const { client, transport } = await connectMcp(t.gateways[gateway]!, memberKey);
+    try {
+      return await client.callTool({ name: 'github__issue_write', arguments: args }) as CallResult;
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    }
+  }
+  const issue = (n: string) => ({ owner: 'acme', repo: 'api', method: 'create', title: `Capped ${n}` });
+  const pendingCount = async () => (await owner.call('GET', `/api/agents/${agentId}/call-approvals?status=pending`)).body.total as number;
+
+  beforeAll(async () => {
+    t = await startSplitTopology({ gatewayCount: 2, gatewayEnv: { APPROVAL_MAX_PENDING_PER_MEMBER: String(CAP), APPROVAL_MAX_PENDING_PER_AGENT: '50' } });
+    ({ owner, agentId, ownerKey: memberKey } = await ownerAgentWithGithub(t, { email: 'approvals-cap@example.com', agentName: 'Capped agent' }));
+    const created = await owner.call('POST', `/api/agents/${agentId}/policies`, {
+      name: 'Issues need approval', service: 'github', effect: 'require_approval', tools: ['issue_write'], principal: { type: 'all_members' },
+    });
+    expect(created.status, created.text).toBe(201);
+  }, 120_000);
+  afterAll(async () => { await t?.stop(); });
+
+  it('a call over the per-member cap is denied with the queue-full reason and audited; replicas racing at the cap never exceed it', async () => {
+    for (const n of ['1', '2', '3']) expect(approvalOf(await call(0, issue(n)))?.status).toBe('pending');
+    // The same call again is still its own open request, not a new one: not refused.
+    expect(approvalOf(await call(1, issue('1')))?.status).toBe('pending');
+
+    const over = await call(1, issue('4'));
+    expect(over.isError).toBe(true);
+    expect(textOf(over)).toContain('Approval queue full');
+    expect(textOf(over)).toContain(`${CAP} open approval requests (at most ${CAP})`);
+    expect(over._meta?.['portcullis/approval']).toBeUndefined();
+    expect(await pendingCount()).toBe(CAP);
+    const deadline = Date.now() + 10_000;
+    let denied: AuditEntryView | undefined;
+    while (!denied && Date.now() < deadline) {
+      const entries = (await owner.call('GET', `/api/audit?agentId=${agentId}&limit=100`)).body.entries as AuditEntryView[];
+      denied = entries.find((e) => e.reason.startsWith('Approval queue full'));
+      if (!denied) await sleep(150);
+    }
+    expect(denied).toMatchObject({ decision: 'DENY', tool: 'issue_write' });
+    expect(denied!.approvalId).toBeUndefined();
+
+    // One slot frees up; six different calls race for it on both replicas: one is held, five are refused.
+    const first = (await owner.call('GET', `/api/agents/${agentId}/call-approvals?status=pending`)).body.approvals[0] as Approval;
+    expect((await owner.call('POST', `/api/agents/${agentId}/call-approvals/${first.id}/deny`, { reason: 'make room' })).status).toBe(200);
+    const raced = await Promise.all(['a', 'b', 'c', 'd', 'e', 'f'].map((n, i) => call(i % 2, issue(`race ${n}`))));
+    expect(raced.filter((r) => approvalOf(r)?.status === 'pending'), raced.map(textOf).join('\n')).toHaveLength(1);
+    expect(raced.filter((r) => textOf(r).includes('Approval queue full'))).toHaveLength(5);
+    expect(await pendingCount()).toBe(CAP);
   }, 60_000);
 });

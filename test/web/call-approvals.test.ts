@@ -15,7 +15,7 @@ function approval(id: string, changes: Partial<CallApproval> = {}): CallApproval
     toolArgs: { owner: 'acme', repo: 'api', title: 'Bug' }, argsDigest: 'ab'.repeat(32),
     policyId: 'policy-1', policyName: 'Issues need approval', policyVersionId: 'version-1',
     status: 'pending', reason: null, approverId: null, approverEmail: null,
-    createdAt: iso(T0), expiresAt: iso(T0 + 3_600_000), decidedAt: null, executedAt: null, auditEntryIds: [],
+    createdAt: iso(T0), expiresAt: iso(T0 + 3_600_000), decidedAt: null, executedAt: null, auditEntryIds: [], args: null, secretSpans: [], reveals: [],
     ...changes,
   };
 }

@@ -1,7 +1,7 @@
 export { baseConfigShape, ConfigError, parseConfig, readPrivateFile, resolveSecret, writePrivateFile } from './config.ts';
 export { ApiError, statusOf, type ApiErrorCode } from './errors.ts';
 export { digestKey, displaySuffixOf, generateMemberKey, looksLikeMemberKey } from './keys.ts';
-export { redactToolArgs, REDACTED } from './redact.ts';
+export { findSecretSpans, isSecretKey, redactToolArgs, REDACTED, type SecretSpan } from './redact.ts';
 export {
   APPROVAL_EVENTS, APPROVAL_EVENTS_NOT_CALLS, auditEntryOf, auditEntrySchema, NO_FORBID_MATCHED, POLICY_FAILED_REASON, POLICY_FAILED_REDACTED, POLICY_NAMED_REASON, reasonWithoutPolicyNames, redactPolicyIdentities, UPSTREAM_ERROR_MARKER,
   type ApprovalEvent, type AuditEntry, type Decision,

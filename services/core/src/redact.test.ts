@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isSecretKey, looksLikeCredential, redactToolArgs, REDACTED } from './redact.ts';
+import { findSecretSpans, isSecretKey, looksLikeCredential, redactToolArgs, REDACTED } from './redact.ts';
 
 describe('redactToolArgs', () => {
   it('redacts secret-looking keys at any depth and credential-looking values anywhere', () => {
@@ -77,6 +77,11 @@ describe('looksLikeCredential', () => {
   ])('%s', (_label, value) => {
     expect(looksLikeCredential(value)).toBe(true);
     expect(looksLikeCredential(`see ${value} here`)).toBe(true);
+    // The same shapes as spans: found inside prose, the prose around them left out.
+    const spans = findSecretSpans(`see ${value} here`);
+    expect(spans).toHaveLength(1);
+    expect(spans[0]!.start).toBeGreaterThanOrEqual(4);
+    expect(spans[0]!.end).toBeLessThanOrEqual(4 + value.length);
   });
 
   it.each([
@@ -87,7 +92,41 @@ describe('looksLikeCredential', () => {
   });
 
   it('stays linear on long adversarial input', () => {
+    const adversarial = `${'-----BEGIN '.repeat(2_000)}${'ey'.repeat(20_000)}.${'a'.repeat(50_000)}`;
+    expect(findSecretSpans(adversarial)).toEqual([]);
     const long = `${'-----BEGIN '.repeat(2_000)}${'ey'.repeat(20_000)}.${'a'.repeat(50_000)}`;
     expect(typeof looksLikeCredential(long)).toBe('boolean');
+  });
+});
+
+describe('findSecretSpans', () => {
+  const ghp = `ghp_${'aB3dE5gH7j'.repeat(3)}K9mN1p`;
+
+  it('marks only the credential inside prose, with its public prefix, each one in order', () => {
+    const text = `Delete every project and post the customer list publicly. ${ghp}`;
+    const at = text.indexOf('ghp_');
+    expect(findSecretSpans(text)).toEqual([{ start: at, end: text.length, kind: 'github-token', shown: 4 }]);
+    const two = `push with ${ghp}, then Bearer abcdefghijklmnop0123456789 and AKIAIOSFODNN7EXAMPLF.`;
+    expect(findSecretSpans(two).map((s) => [two.slice(s.start, s.end), s.kind, two.slice(s.start, s.start + s.shown)])).toEqual([
+      [ghp, 'github-token', 'ghp_'],
+      ['Bearer abcdefghijklmnop0123456789', 'authorization-header', 'Bearer '],
+      ['AKIAIOSFODNN7EXAMPLF', 'aws-access-token', 'AKIA'],
+    ]);
+  });
+
+  it('a URL keeps its scheme and host, only user:password is the span; a PEM block runs to its END line', () => {
+    const url = 'connect to postgres://admin:s3cr3t@db.internal:5432/app now';
+    const [span] = findSecretSpans(url);
+    expect(url.slice(span!.start, span!.end)).toBe('admin:s3cr3t');
+    const pem = 'key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\nthanks';
+    const [block] = findSecretSpans(pem);
+    expect(pem.slice(block!.start, block!.end)).toBe('-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----');
+    expect(block!.shown).toBe('-----BEGIN RSA PRIVATE KEY-----'.length);
+    const open = 'x -----BEGIN PRIVATE KEY-----\nMIIE and no end';
+    expect(findSecretSpans(open)[0]!.end).toBe(open.length);
+  });
+
+  it('finds nothing in plain text', () => {
+    expect(findSecretSpans('Fix the login bug in acme/infra')).toEqual([]);
   });
 });

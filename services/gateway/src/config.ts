@@ -130,6 +130,12 @@ const gatewayShape = {
   APPROVAL_GRANT_TTL_SECONDS: z.coerce.number().int().positive().max(30 * 86_400).default(900),
   APPROVAL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   /**
+   * Most open (pending) approval requests one member of an agent, and one agent, may have at
+   * once (decision 067); a call that would open one more is denied, audited, and not held.
+   */
+  APPROVAL_MAX_PENDING_PER_MEMBER: z.coerce.number().int().positive().max(10_000).default(20),
+  APPROVAL_MAX_PENDING_PER_AGENT: z.coerce.number().int().positive().max(10_000).default(100),
+  /**
    * `GET /metrics` answers only `Authorization: Bearer <METRICS_TOKEN>` when set; unset, it is
    * not served in production and is anonymous elsewhere (decision 068).
    */

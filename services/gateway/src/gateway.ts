@@ -65,10 +65,11 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
   const publicUrlGuess = config.PUBLIC_URL ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
   const mailer = createMailer(config.MAIL_URL!, config.MAIL_FROM, log);
   const approvals = createCallApprovalService({
-    db: deps.db, bus: deps.bus, audit: publisher, mailer, publicUrl: publicUrlGuess,
+    db: deps.db, bus: deps.bus, audit: publisher, mailer, publicUrl: publicUrlGuess, secret: config.secret,
     settings: {
       pendingTtlMs: config.APPROVAL_PENDING_TTL_SECONDS * 1000, grantTtlMs: config.APPROVAL_GRANT_TTL_SECONDS * 1000,
       sweepIntervalMs: config.APPROVAL_SWEEP_INTERVAL_MS, mailIntervalMs: 60_000,
+      maxPendingPerMember: config.APPROVAL_MAX_PENDING_PER_MEMBER, maxPendingPerAgent: config.APPROVAL_MAX_PENDING_PER_AGENT,
     },
     log: (message, err) => log(`${message}: ${err instanceof Error ? err.message : String(err)}`),
     ...(deps.now ? { now: deps.now } : {}),

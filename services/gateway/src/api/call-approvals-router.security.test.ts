@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { and, eq } from 'drizzle-orm';
-import { schema } from '@portcullis/core';
+import { and, eq, inArray } from 'drizzle-orm';
+import { schema, sealWithSecret } from '@portcullis/core';
+import { argsDigest, canonicalArgs } from '../modules/call-approvals/args-digest.ts';
 import { ACTORS, createApiHarness, expectedStatus, signInRoleActors, withoutRequestId, type ApiHarness, type RoleActors } from '../testing/index.ts';
 
 /**
  * Every call-approvals route (decision 063) as anonymous, outsider, rejected, pending member,
  * approved member and owner: owner only, outsiders get the 404 of a missing agent, members 403,
  * nothing changes unless the answer is 2xx. Plus the bodies an owner may send, and conflicts.
+ * Issue 29 (decision 067): the exact arguments with only their secret spans masked, and the
+ * recorded reveal, owner only.
  */
 
 interface Endpoint {
@@ -23,7 +26,12 @@ const ENDPOINTS: Endpoint[] = [
   { method: 'GET', path: '/api/agents/:id/call-approvals/:approvalId', owner: 200 },
   { method: 'POST', path: '/api/agents/:id/call-approvals/:approvalId/approve', payload: { comment: 'fine' }, owner: 200 },
   { method: 'POST', path: '/api/agents/:id/call-approvals/:approvalId/deny', payload: { reason: 'no' }, owner: 200 },
+  { method: 'POST', path: '/api/agents/:id/call-approvals/:approvalId/reveal', payload: {}, owner: 200 },
 ];
+
+const GHP = `ghp_${'Zq7Lm2Xv9Rt4'.repeat(3)}`;
+/** The held call's exact arguments: prose with a token in it, as a member sent them. */
+const ARGS = { owner: 'acme', repo: 'api', title: 'Guarded secret title', body: `Delete every project and post the customer list publicly. ${GHP}` };
 
 let h: ApiHarness;
 let roles: RoleActors;
@@ -42,7 +50,8 @@ async function freshAgent() {
   const [member] = await h.db.select().from(schema.members).where(and(eq(schema.members.agentId, agentId), eq(schema.members.email, roles.email.member)));
   const [approval] = await h.db.insert(schema.callApprovals).values({
     id: randomUUID(), agentId, memberId: member!.id, memberEmail: roles.email.member, memberKeyId: 'key-1', service: 'github', tool: 'issue_write',
-    toolArgs: { owner: 'acme', repo: 'api', title: 'Guarded secret title' }, argsDigest: 'a'.repeat(64),
+    toolArgs: { ...ARGS, body: '[REDACTED]' }, argsDigest: argsDigest(ARGS),
+    sealedArgs: sealWithSecret(h.secret, 'portcullis/call-approval-args/v1', canonicalArgs(ARGS)),
     policyId: randomUUID(), policyKey: 'guarded-approval', policyName: 'Guarded approval', policyVersionId: randomUUID(), bindingVersions: 'v1',
     expiresAt: new Date(Date.now() + 3_600_000),
   }).returning();
@@ -51,8 +60,10 @@ async function freshAgent() {
 
 async function snapshotOf(agentId: string) {
   const approvals = await h.db.select().from(schema.callApprovals).where(eq(schema.callApprovals.agentId, agentId));
+  const reveals = await h.db.select().from(schema.callApprovalReveals)
+    .where(inArray(schema.callApprovalReveals.approvalId, approvals.map((a) => a.id)));
   const events = h.events.filter((e) => 'agentId' in e && e.agentId === agentId).length;
-  return { approvals, events };
+  return { approvals, reveals, events };
 }
 
 describe.each(ENDPOINTS)('$method $path', (endpoint) => {
@@ -71,6 +82,7 @@ describe.each(ENDPOINTS)('$method $path', (endpoint) => {
     if (expected >= 400) {
       expect((res.json() as { error: { code: string } }).error.code).toBe({ 401: 'unauthenticated', 403: 'forbidden', 404: 'not_found' }[expected]);
       expect(res.body).not.toContain('Guarded secret title');
+      expect(res.body).not.toContain(GHP);
       await settle();
       expect(await snapshotOf(ids.agentId)).toEqual(before);
     }
@@ -159,5 +171,67 @@ describe('what an owner may send', () => {
     const late = await h.request({ method: 'POST', url: `/api/agents/${agentId}/call-approvals/${approvalId}/deny`, payload: { reason: 'late' }, cookie: owner });
     expect(late.statusCode).toBe(409);
     expect(late.json()).toMatchObject({ error: { code: 'conflict', details: { status: 'expired' } } });
+  });
+});
+
+describe('what an owner sees of the exact arguments (decision 067)', () => {
+  const at = ARGS.body.indexOf('ghp_');
+
+  it('list, get and the dashboard list show the whole sentence with only the token masked; reveal answers it exactly and records who', async () => {
+    const { agentId, approvalId } = await freshAgent();
+    const owner = roles.cookieOf.owner!;
+    const answers = [
+      (await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals/${approvalId}`, cookie: owner })).json(),
+      (await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals`, cookie: owner })).json().approvals[0],
+      (await h.request({ method: 'GET', url: '/api/dashboard/call-approvals?limit=200', cookie: owner })).json().approvals.find((a: { id: string }) => a.id === approvalId),
+    ];
+    for (const answer of answers) {
+      expect(answer.args).toEqual({ ...ARGS, body: 'Delete every project and post the customer list publicly. ghp_••••' });
+      expect(answer.secretSpans).toEqual([{ path: ['body'], start: at, end: at + 8, kind: 'github-token' }]);
+      expect(answer.toolArgs.body).toBe('[REDACTED]');
+      expect(JSON.stringify(answer)).not.toContain(GHP);
+    }
+
+    const revealed = await h.request({ method: 'POST', url: `/api/agents/${agentId}/call-approvals/${approvalId}/reveal`, cookie: owner });
+    expect(revealed.statusCode, revealed.body).toBe(200);
+    expect(revealed.headers['cache-control']).toBe('no-store');
+    const body = revealed.json() as { args: typeof ARGS; secretSpans: unknown[]; reveal: { userEmail: string; revealedAt: string } };
+    expect(body.args).toEqual(ARGS);
+    expect(body.secretSpans).toEqual([{ path: ['body'], start: at, end: ARGS.body.length, kind: 'github-token' }]);
+    expect(body.reveal.userEmail).toBe(roles.email.owner);
+    const rows = await h.db.select().from(schema.callApprovalReveals).where(eq(schema.callApprovalReveals.approvalId, approvalId));
+    expect(rows.map((r) => [r.userEmail, r.revealedAt.toISOString()])).toEqual([[roles.email.owner, body.reveal.revealedAt]]);
+    const shown = (await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals/${approvalId}`, cookie: owner })).json();
+    expect(shown.reveals).toEqual([body.reveal]);
+    expect(JSON.stringify(shown)).not.toContain(GHP);
+  });
+
+  it('refuses a body with fields (400); once denied or expired the arguments are gone and reveal is 409, recording nothing', async () => {
+    const { agentId, approvalId } = await freshAgent();
+    const owner = roles.cookieOf.owner!;
+    const reveal = (id = approvalId, payload?: Record<string, unknown>) =>
+      h.request({ method: 'POST', url: `/api/agents/${agentId}/call-approvals/${id}/reveal`, cookie: owner, ...(payload ? { payload } : {}) });
+    expect((await reveal(approvalId, { all: true })).statusCode).toBe(400);
+    expect((await reveal(randomUUID())).statusCode).toBe(404);
+
+    expect((await h.request({ method: 'POST', url: `/api/agents/${agentId}/call-approvals/${approvalId}/deny`, payload: { reason: 'no' }, cookie: owner })).statusCode).toBe(200);
+    const [row] = await h.db.select().from(schema.callApprovals).where(eq(schema.callApprovals.id, approvalId));
+    expect(row!.sealedArgs).toBeNull();
+    const gone = await reveal();
+    expect(gone.statusCode).toBe(409);
+    expect(gone.json()).toMatchObject({ error: { code: 'conflict', details: { status: 'denied' } } });
+    expect((gone.json() as { error: { message: string } }).error.message).toContain('no longer exist');
+    expect((await h.request({ method: 'GET', url: `/api/agents/${agentId}/call-approvals/${approvalId}`, cookie: owner })).json())
+      .toMatchObject({ status: 'denied', args: null, secretSpans: [], toolArgs: { body: '[REDACTED]' } });
+
+    // Past its expiry (not swept yet): read as expired, not revealed.
+    const late = await freshAgent();
+    await h.db.update(schema.callApprovals).set({ expiresAt: new Date(Date.now() - 1_000) }).where(eq(schema.callApprovals.id, late.approvalId));
+    const expired = await h.request({ method: 'POST', url: `/api/agents/${late.agentId}/call-approvals/${late.approvalId}/reveal`, cookie: owner });
+    expect(expired.statusCode).toBe(409);
+    expect(expired.json()).toMatchObject({ error: { details: { status: 'expired' } } });
+    const reveals = await h.db.select().from(schema.callApprovalReveals)
+      .where(inArray(schema.callApprovalReveals.approvalId, [approvalId, late.approvalId]));
+    expect(reveals).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@ import { ApiError, type Database } from '@portcullis/core';
 import { loadAgentAccess, requireOwner } from '../modules/agents/agent-access.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import type { CallApprovalService } from '../modules/call-approvals/call-approval-service.ts';
-import { CALL_APPROVAL_STATUSES, callApprovalSchema } from '../modules/call-approvals/call-approval-types.ts';
+import { CALL_APPROVAL_STATUSES, callApprovalOwnerSchema, callApprovalRevealAnswerSchema } from '../modules/call-approvals/call-approval-types.ts';
 import { requireUser } from '../plugins/session-auth.ts';
 import { SseResponse } from './audit-stream-router.ts';
 
@@ -23,11 +23,14 @@ const dashboardQuery = z.strictObject({ limit: z.coerce.number().int().min(1).ma
 const approveBody = z.strictObject({ comment: z.string().max(500, 'must be at most 500 characters').optional() });
 const denyBody = z.strictObject({ reason: z.string().trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters') });
 
-const listSchema = z.object({ approvals: z.array(callApprovalSchema), total: z.number().int() });
+const listSchema = z.object({ approvals: z.array(callApprovalOwnerSchema), total: z.number().int() });
+/** Reveal takes no input: no body, or `{}`. */
+const revealBody = z.strictObject({}).nullish();
 
 /**
  * Call approvals (issue 20 part 1, decision 063): an agent's requests, one request, an owner's
- * approval or denial, their live stream, and the caller's pending requests across agents.
+ * approval or denial, their live stream, and the caller's pending requests across agents; the
+ * exact arguments with secret-looking spans masked, and a recorded reveal of them (decision 067).
  * Owner only: anonymous 401, outsiders 404, members who are not owners 403 (as policy routes).
  */
 export async function callApprovalsRoutes(fastify: FastifyInstance, options: {
@@ -75,7 +78,7 @@ export async function callApprovalsRoutes(fastify: FastifyInstance, options: {
     if (streams >= options.maxStreamsPerUser) throw new ApiError('rate_limited', `At most ${options.maxStreamsPerUser} live streams per user on one server; close another first.`);
     streamsPerUser.set(user.id, streams + 1);
     const sse = new SseResponse(reply.raw, options.queueLimit);
-    const unsubscribe = approvals.subscribe(agentId, (approval) => sse.event('approval', approval.id, JSON.stringify(callApprovalSchema.parse(approval))));
+    const unsubscribe = approvals.subscribe(agentId, (approval) => sse.event('approval', approval.id, JSON.stringify(callApprovalOwnerSchema.parse(approval))));
     const stream = { end: (reason: 'session_ended' | 'shutdown') => sse.end(reason) };
     open.add(stream);
     // The heartbeat also re-checks the viewer: a session that ended or an owner who is one no more stops receiving.
@@ -99,7 +102,7 @@ export async function callApprovalsRoutes(fastify: FastifyInstance, options: {
   });
 
   app.get('/api/agents/:id/call-approvals/:approvalId', {
-    schema: { tags, summary: 'One call approval (owner)', params: approvalParams, response: { 200: callApprovalSchema } },
+    schema: { tags, summary: 'One call approval (owner)', params: approvalParams, response: { 200: callApprovalOwnerSchema } },
     onRequest,
   }, async (request) => {
     await ownerOf(request.params.id, request.user!.id);
@@ -112,7 +115,7 @@ export async function callApprovalsRoutes(fastify: FastifyInstance, options: {
     schema: {
       tags, summary: 'Approve a pending call: the same call, made again before the approval expires, is forwarded once (owner)',
       description: '409 `conflict` when the request is not pending (already decided or expired); `details.status` names its status.',
-      params: approvalParams, body: approveBody, response: { 200: callApprovalSchema },
+      params: approvalParams, body: approveBody, response: { 200: callApprovalOwnerSchema },
     },
     onRequest,
   }, async (request) => {
@@ -124,12 +127,26 @@ export async function callApprovalsRoutes(fastify: FastifyInstance, options: {
     schema: {
       tags, summary: 'Deny a pending call: the agent is told the reason when it calls again (owner)',
       description: '409 `conflict` when the request is not pending (already decided or expired); `details.status` names its status.',
-      params: approvalParams, body: denyBody, response: { 200: callApprovalSchema },
+      params: approvalParams, body: denyBody, response: { 200: callApprovalOwnerSchema },
     },
     onRequest,
   }, async (request) => {
     await ownerOf(request.params.id, request.user!.id);
     return approvals.deny(request.params.id, request.params.approvalId, approverOf(request), request.body.reason);
+  });
+
+  app.post('/api/agents/:id/call-approvals/:approvalId/reveal', {
+    schema: {
+      tags, summary: 'Reveal the masked spans of a held call\'s exact arguments; the reveal is recorded (owner)',
+      description: 'Answers the exact arguments unmasked, and records who revealed them and when (listed in the request\'s `reveals`). 409 `conflict` once the request is executed, denied or expired: its exact arguments are destroyed then; `details.status` names its status.',
+      params: approvalParams, body: revealBody, response: { 200: callApprovalRevealAnswerSchema },
+    },
+    onRequest,
+  }, async (request, reply) => {
+    await ownerOf(request.params.id, request.user!.id);
+    // Secrets in the answer: never kept by a browser or proxy cache.
+    void reply.header('cache-control', 'no-store');
+    return approvals.reveal(request.params.id, request.params.approvalId, { userId: request.user!.id, email: request.user!.email });
   });
 
   app.get('/api/dashboard/call-approvals', {

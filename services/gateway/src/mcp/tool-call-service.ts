@@ -361,6 +361,11 @@ export function createToolCallService(deps: {
       finish({ ...verdict, decision: 'DENY' }, APPROVALS_UNAVAILABLE);
       return { result: denyResult(APPROVALS_UNAVAILABLE) };
     }
+    if (outcome.kind === 'queue_full') {
+      // Over the open-request cap (decision 067): neither held nor forwarded, audited as a DENY saying so.
+      finish({ ...verdict, decision: 'DENY' }, outcome.reason);
+      return { result: denyResult(outcome.reason) };
+    }
     const { approval } = outcome;
     const meta = { [APPROVAL_META_KEY]: { id: approval.id, status: approval.status, expiresAt: approval.expiresAt, url: approvals.pageUrl(approval.agentId, approval.id) } };
     const held = (reason: string, text: string, event?: 'proposed') => {

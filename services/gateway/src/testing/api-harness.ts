@@ -18,6 +18,8 @@ export interface ApiHarness {
   /** Change events published on the bus since the harness started. */
   events: ChangeEvent[];
   outboxDir: string;
+  /** The server secret (`PORTCULLIS_SECRET`) the gateway runs with: tests seal values as it would. */
+  secret: string;
   /** Signs `email` in through the real magic-link flow; returns the cookie header value. */
   signIn(email: string): Promise<string>;
   /** `app.inject` with our Origin (so cookie requests pass the same-origin guard) and JSON bodies. */
@@ -38,14 +40,16 @@ export async function createApiHarness(env: Record<string, string> = {}, options
   const bus = createMemoryBus();
   const events: ChangeEvent[] = [];
   bus.onChange((e) => events.push(e));
+  const secret = randomBytes(32).toString('base64url');
   const config = loadGatewayConfig({
     NODE_ENV: 'test', DATA_DIR: dataDir, DATABASE_URL: testDb.url, MAIL_URL: `file://${outboxDir}`, PUBLIC_URL: HARNESS_ORIGIN,
     LOG_LEVEL: 'silent', POLICY_URL: '127.0.0.1:1', AUDIT_URL: '127.0.0.1:1',
     // Every injected request comes from one IP: tests of the limits themselves lower these again.
     RATE_LIMIT_MAGIC_LINK_PER_ADDRESS: '1000', RATE_LIMIT_MAGIC_LINK_PER_IP: '100000', RATE_LIMIT_VERIFY_PER_IP: '100000', RATE_LIMIT_MFA_PER_IP: '100000',
     RATE_LIMIT_INVITES_PER_USER: '100000', RATE_LIMIT_INVITES_PER_IP: '100000', RATE_LIMIT_AGENTS_PER_USER: '100000',
+    RATE_LIMIT_KEY_ROTATIONS_PER_USER: '100000', RATE_LIMIT_KEY_ROTATIONS_PER_MEMBER: '100000',
     ...env,
-  }, randomBytes(32).toString('base64url'));
+  }, secret);
   const { app, release } = await composeGateway(config, { db: database.db, bus, dbPing: database.ping, ...(options.now ? { now: options.now } : {}) });
   await app.ready();
 
@@ -60,6 +64,7 @@ export async function createApiHarness(env: Record<string, string> = {}, options
     bus,
     events,
     outboxDir,
+    secret,
     request,
     async signIn(email) {
       const sent = await request({ method: 'POST', url: '/api/auth/magic-link', payload: { email } });

@@ -4038,6 +4038,27 @@ export interface paths {
                                 executedAt: string | null;
                                 /** @description Audit entries of this request's events, oldest first */
                                 auditEntryIds: string[];
+                                /** @description The exact arguments that will run, each secret-looking span masked (its public prefix and `••••`, e.g. `ghp_••••`); null once the request is executed, denied or expired (its exact arguments are destroyed; only the redacted `toolArgs` remain) */
+                                args: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description Where `args` carries masked spans (offsets into the masked strings); POST …/reveal answers the unmasked values */
+                                secretSpans: {
+                                    /** @description Where the value sits in the arguments: keys and array indexes from the top */
+                                    path: (string | number)[];
+                                    /** @description Offset (UTF-16 code units) where the span starts in that string */
+                                    start: number;
+                                    /** @description Offset where it ends (exclusive) */
+                                    end: number;
+                                    /** @description The rule that found it (`github-token`, `aws-access-token`, …), or `secret-name` for a value under a key that names a secret */
+                                    kind: string;
+                                }[];
+                                /** @description Each time an owner revealed the masked spans, oldest first (the newest 50) */
+                                reveals: {
+                                    userId: string | null;
+                                    userEmail: string;
+                                    revealedAt: string;
+                                }[];
                             }[];
                             total: number;
                         };
@@ -4151,6 +4172,27 @@ export interface paths {
                             executedAt: string | null;
                             /** @description Audit entries of this request's events, oldest first */
                             auditEntryIds: string[];
+                            /** @description The exact arguments that will run, each secret-looking span masked (its public prefix and `••••`, e.g. `ghp_••••`); null once the request is executed, denied or expired (its exact arguments are destroyed; only the redacted `toolArgs` remain) */
+                            args: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description Where `args` carries masked spans (offsets into the masked strings); POST …/reveal answers the unmasked values */
+                            secretSpans: {
+                                /** @description Where the value sits in the arguments: keys and array indexes from the top */
+                                path: (string | number)[];
+                                /** @description Offset (UTF-16 code units) where the span starts in that string */
+                                start: number;
+                                /** @description Offset where it ends (exclusive) */
+                                end: number;
+                                /** @description The rule that found it (`github-token`, `aws-access-token`, …), or `secret-name` for a value under a key that names a secret */
+                                kind: string;
+                            }[];
+                            /** @description Each time an owner revealed the masked spans, oldest first (the newest 50) */
+                            reveals: {
+                                userId: string | null;
+                                userEmail: string;
+                                revealedAt: string;
+                            }[];
                         };
                     };
                 };
@@ -4234,6 +4276,27 @@ export interface paths {
                             executedAt: string | null;
                             /** @description Audit entries of this request's events, oldest first */
                             auditEntryIds: string[];
+                            /** @description The exact arguments that will run, each secret-looking span masked (its public prefix and `••••`, e.g. `ghp_••••`); null once the request is executed, denied or expired (its exact arguments are destroyed; only the redacted `toolArgs` remain) */
+                            args: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description Where `args` carries masked spans (offsets into the masked strings); POST …/reveal answers the unmasked values */
+                            secretSpans: {
+                                /** @description Where the value sits in the arguments: keys and array indexes from the top */
+                                path: (string | number)[];
+                                /** @description Offset (UTF-16 code units) where the span starts in that string */
+                                start: number;
+                                /** @description Offset where it ends (exclusive) */
+                                end: number;
+                                /** @description The rule that found it (`github-token`, `aws-access-token`, …), or `secret-name` for a value under a key that names a secret */
+                                kind: string;
+                            }[];
+                            /** @description Each time an owner revealed the masked spans, oldest first (the newest 50) */
+                            reveals: {
+                                userId: string | null;
+                                userEmail: string;
+                                revealedAt: string;
+                            }[];
                         };
                     };
                 };
@@ -4315,6 +4378,96 @@ export interface paths {
                             executedAt: string | null;
                             /** @description Audit entries of this request's events, oldest first */
                             auditEntryIds: string[];
+                            /** @description The exact arguments that will run, each secret-looking span masked (its public prefix and `••••`, e.g. `ghp_••••`); null once the request is executed, denied or expired (its exact arguments are destroyed; only the redacted `toolArgs` remain) */
+                            args: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description Where `args` carries masked spans (offsets into the masked strings); POST …/reveal answers the unmasked values */
+                            secretSpans: {
+                                /** @description Where the value sits in the arguments: keys and array indexes from the top */
+                                path: (string | number)[];
+                                /** @description Offset (UTF-16 code units) where the span starts in that string */
+                                start: number;
+                                /** @description Offset where it ends (exclusive) */
+                                end: number;
+                                /** @description The rule that found it (`github-token`, `aws-access-token`, …), or `secret-name` for a value under a key that names a secret */
+                                kind: string;
+                            }[];
+                            /** @description Each time an owner revealed the masked spans, oldest first (the newest 50) */
+                            reveals: {
+                                userId: string | null;
+                                userEmail: string;
+                                revealedAt: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{id}/call-approvals/{approvalId}/reveal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reveal the masked spans of a held call's exact arguments; the reveal is recorded (owner)
+         * @description Answers the exact arguments unmasked, and records who revealed them and when (listed in the request's `reveals`). 409 `conflict` once the request is executed, denied or expired: its exact arguments are destroyed then; `details.status` names its status.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    approvalId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never> | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            approvalId: string;
+                            /** @description The exact arguments that will run, unmasked */
+                            args: {
+                                [key: string]: unknown;
+                            };
+                            /** @description The secret-looking spans at their places in `args` */
+                            secretSpans: {
+                                /** @description Where the value sits in the arguments: keys and array indexes from the top */
+                                path: (string | number)[];
+                                /** @description Offset (UTF-16 code units) where the span starts in that string */
+                                start: number;
+                                /** @description Offset where it ends (exclusive) */
+                                end: number;
+                                /** @description The rule that found it (`github-token`, `aws-access-token`, …), or `secret-name` for a value under a key that names a secret */
+                                kind: string;
+                            }[];
+                            /** @description This reveal, as recorded */
+                            reveal: {
+                                userId: string | null;
+                                userEmail: string;
+                                revealedAt: string;
+                            };
                         };
                     };
                 };
@@ -4385,6 +4538,27 @@ export interface paths {
                                 executedAt: string | null;
                                 /** @description Audit entries of this request's events, oldest first */
                                 auditEntryIds: string[];
+                                /** @description The exact arguments that will run, each secret-looking span masked (its public prefix and `••••`, e.g. `ghp_••••`); null once the request is executed, denied or expired (its exact arguments are destroyed; only the redacted `toolArgs` remain) */
+                                args: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description Where `args` carries masked spans (offsets into the masked strings); POST …/reveal answers the unmasked values */
+                                secretSpans: {
+                                    /** @description Where the value sits in the arguments: keys and array indexes from the top */
+                                    path: (string | number)[];
+                                    /** @description Offset (UTF-16 code units) where the span starts in that string */
+                                    start: number;
+                                    /** @description Offset where it ends (exclusive) */
+                                    end: number;
+                                    /** @description The rule that found it (`github-token`, `aws-access-token`, …), or `secret-name` for a value under a key that names a secret */
+                                    kind: string;
+                                }[];
+                                /** @description Each time an owner revealed the masked spans, oldest first (the newest 50) */
+                                reveals: {
+                                    userId: string | null;
+                                    userEmail: string;
+                                    revealedAt: string;
+                                }[];
                             }[];
                             total: number;
                         };
@@ -4438,7 +4612,7 @@ export interface paths {
                                 headerNames: string[];
                                 /** @description Entries accepted for the sink and not yet delivered; null when the bus cannot say */
                                 lag: number | null;
-                                /** @description The last failed delivery, as the sink answered it */
+                                /** @description The last failed delivery: the HTTP status or the class of failure (the answer's text only for hosts on SINK_ALLOWED_HOSTS) */
                                 lastError: string | null;
                                 lastErrorAt: string | null;
                                 lastDeliveredAt: string | null;
@@ -4470,7 +4644,7 @@ export interface paths {
                         /** @enum {string} */
                         kind: "webhook";
                         name: string;
-                        /** @description https URL (plain http only to localhost outside production) */
+                        /** @description https URL of a public address (plain http only to loopback outside production; internal hosts only when the operator lists them in SINK_ALLOWED_HOSTS) */
                         url: string;
                         /** @description HMAC-SHA256 key the requests are signed with (Portcullis-Signature header); stored sealed, never returned */
                         secret: string;
@@ -4506,7 +4680,7 @@ export interface paths {
                             headerNames: string[];
                             /** @description Entries accepted for the sink and not yet delivered; null when the bus cannot say */
                             lag: number | null;
-                            /** @description The last failed delivery, as the sink answered it */
+                            /** @description The last failed delivery: the HTTP status or the class of failure (the answer's text only for hosts on SINK_ALLOWED_HOSTS) */
                             lastError: string | null;
                             lastErrorAt: string | null;
                             lastDeliveredAt: string | null;
@@ -4546,7 +4720,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         name?: string;
-                        /** @description https URL (plain http only to localhost outside production) */
+                        /** @description https URL of a public address (plain http only to loopback outside production; internal hosts only when the operator lists them in SINK_ALLOWED_HOSTS) */
                         url?: string;
                         enabled?: boolean;
                         /** @description Webhook sinks: a new signing secret */
@@ -4577,7 +4751,7 @@ export interface paths {
                             headerNames: string[];
                             /** @description Entries accepted for the sink and not yet delivered; null when the bus cannot say */
                             lag: number | null;
-                            /** @description The last failed delivery, as the sink answered it */
+                            /** @description The last failed delivery: the HTTP status or the class of failure (the answer's text only for hosts on SINK_ALLOWED_HOSTS) */
                             lastError: string | null;
                             lastErrorAt: string | null;
                             lastDeliveredAt: string | null;
@@ -4625,7 +4799,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sends a test entry to the sink now and says whether it was taken */
+        /**
+         * Sends a test entry to the sink now and says whether it was taken
+         * @description No body (or `{}`). The answer names the HTTP status or the class of failure only. Limited per user and per agent per hour (429 with Retry-After beyond).
+         */
         post: {
             parameters: {
                 query?: never;
@@ -4636,7 +4813,11 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never> | null;
+                };
+            };
             responses: {
                 /** @description Default Response */
                 200: {

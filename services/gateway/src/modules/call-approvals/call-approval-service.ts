@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { uuidv7 } from 'uuidv7';
-import { actionUid, ApiError, principalUid, resourceOf, type ApprovalEvent, type AuditEntry, type AuthorizeResponse, type Bus, type Database } from '@portcullis/core';
+import { actionUid, ApiError, openWithSecret, principalUid, resourceOf, sealWithSecret, type ApprovalEvent, type AuditEntry, type AuthorizeResponse, type Bus, type Database } from '@portcullis/core';
 import type { AuditPublisher } from '../audit/audit-publisher.ts';
 import type { MemberContext } from '../identity/member-context.ts';
 import type { Mailer } from '../mail/mailer.ts';
-import { argsDigest } from './args-digest.ts';
-import { createCallApprovalRepo, type ApprovalBinding, type CallApprovalRow } from './call-approval-repo.ts';
-import type { CallApproval, CallApprovalStatusFilter } from './call-approval-types.ts';
+import { canonicalArgs, digestOfCanonical } from './args-digest.ts';
+import { exactArgs, maskedArgs } from './args-view.ts';
+import { createCallApprovalRepo, type ApprovalBinding, type CallApprovalRevealRow, type CallApprovalRow, type QueueFull } from './call-approval-repo.ts';
+import type { CallApproval, CallApprovalForOwner, CallApprovalRevealAnswer, CallApprovalStatusFilter } from './call-approval-types.ts';
 
 /** Settings of call approvals (decision 063); TTLs from `APPROVAL_*` configuration. */
 export interface CallApprovalSettings {
@@ -18,7 +19,14 @@ export interface CallApprovalSettings {
   sweepIntervalMs: number;
   /** At most one mail per agent this often. */
   mailIntervalMs: number;
+  /** Most open (pending) requests one member of an agent may have; a call over it is denied (decision 067). */
+  maxPendingPerMember: number;
+  /** Most open (pending) requests one agent may have. */
+  maxPendingPerAgent: number;
 }
+
+/** Label of the held arguments' sealing under the server secret: sealed for this use, opened for no other. */
+const SEALED_ARGS_LABEL = 'portcullis/call-approval-args/v1';
 
 /** What the gateway does with a call the decision point answered APPROVAL_REQUIRED. */
 export type ApprovalOutcome =
@@ -29,12 +37,14 @@ export type ApprovalOutcome =
   /** An owner denied it; denied until the request's expiry. */
   | { kind: 'denied'; approval: CallApproval }
   /** The request expired before anyone decided or before the approval was used; the next call proposes anew. */
-  | { kind: 'expired'; approval: CallApproval };
+  | { kind: 'expired'; approval: CallApproval }
+  /** Not held: the member's or the agent's queue of open requests is full (decision 067). Nothing is recorded or forwarded. */
+  | { kind: 'queue_full'; reason: string };
 
 /** Who decides, and from where (the owner's audit entry names them). */
 export interface Approver { userId: string; email: string; ip: string }
 
-type Listener = (approval: CallApproval) => void;
+type Listener = (approval: CallApprovalForOwner) => void;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -49,6 +59,8 @@ export function createCallApprovalService(deps: {
   audit: Pick<AuditPublisher, 'publish'>;
   mailer: Mailer;
   publicUrl: string;
+  /** The server secret: held calls' exact arguments are sealed under a key derived from it. */
+  secret: string;
   settings: CallApprovalSettings;
   now?: () => number;
   log?: (message: string, err?: unknown) => void;
@@ -73,6 +85,41 @@ export function createCallApprovalService(deps: {
       auditEntryIds: row.auditEntryIds,
     };
   }
+
+  const revealView = (r: CallApprovalRevealRow) => ({ userId: r.userId, userEmail: r.userEmail, revealedAt: r.revealedAt.toISOString() });
+
+  /** The exact arguments of a request, while they are kept: opened, and checked against the digest the request binds. */
+  function openArgs(row: CallApprovalRow): Record<string, unknown> {
+    const canonical = openWithSecret(deps.secret, SEALED_ARGS_LABEL, row.sealedArgs!);
+    if (digestOfCanonical(canonical) !== row.argsDigest) throw new Error('sealed arguments do not match the request\'s digest');
+    return JSON.parse(canonical) as Record<string, unknown>;
+  }
+
+  /**
+   * Requests as their owners see them (decision 067): the exact arguments, secret-looking spans
+   * masked, while the request is open or approved (null after: they are destroyed), and its reveals.
+   */
+  async function ownerViews(rows: readonly CallApprovalRow[], at = now()): Promise<CallApprovalForOwner[]> {
+    const reveals = await repo.revealsOf(rows.map((r) => r.id));
+    return rows.map((row) => {
+      const base = view(row, at);
+      const live = (base.status === 'pending' || base.status === 'approved') && row.sealedArgs;
+      let shown: ReturnType<typeof maskedArgs> | undefined;
+      try {
+        shown = live ? maskedArgs(openArgs(row)) : undefined;
+      } catch (err) {
+        // Sealed under another server secret (rotated): the page falls back to the redacted form.
+        deps.log?.(`call approvals: the arguments of ${row.id} cannot be opened`, err);
+      }
+      return { ...base, args: shown?.args ?? null, secretSpans: shown?.secretSpans ?? [], reveals: (reveals.get(row.id) ?? []).map(revealView) };
+    });
+  }
+  const ownerView = async (row: CallApprovalRow, at = now()) => (await ownerViews([row], at))[0]!;
+
+  /** The reason a call over a queue cap is denied with (the agent reads it; the audit records it). */
+  const queueFullReason = (full: QueueFull) =>
+    `Approval queue full: ${full.scope === 'member' ? 'this member has' : 'this agent has'} ${full.open} open approval requests (at most ${full.max}); `
+    + 'this call was not held for approval and not forwarded. Wait until an owner decides the open ones, or they expire, then call again.';
 
   const announce = (row: CallApprovalRow) => deps.bus.publishChange({ kind: 'approval.changed', approvalId: row.id, agentId: row.agentId });
 
@@ -151,9 +198,11 @@ export function createCallApprovalService(deps: {
     const keys = call.verdict.approvalPolicyKeys ?? [];
     const ids = call.verdict.approvalPolicyIds ?? [];
     const versions = call.verdict.approvalPolicyVersionIds ?? [];
+    // The exact bytes the approval binds by digest are the ones sealed for the approver to see (decision 067).
+    const canonical = canonicalArgs(call.args);
     const binding: ApprovalBinding = {
       agentId: context.agentId, memberId: context.memberId, service: call.service, tool: call.tool,
-      argsDigest: argsDigest(call.args), bindingVersions: versions.join(','),
+      argsDigest: digestOfCanonical(canonical), bindingVersions: versions.join(','),
     };
     for (let attempt = 0; attempt < 4; attempt++) {
       const at = now();
@@ -178,12 +227,14 @@ export function createCallApprovalService(deps: {
         if (newest.status === 'denied' && newest.expiresAt > at) return { kind: 'denied', approval: view(newest, at) };
       }
       const policyName = call.verdict.matchedPolicyNames[call.verdict.matchedPolicyKeys.indexOf(keys[0] ?? '')] ?? keys[0] ?? '';
-      const inserted = await repo.insertPending({
+      const { inserted, full } = await repo.insertPending({
         id: randomUUID(), agentId: context.agentId, memberId: context.memberId, memberEmail: context.memberEmail, memberKeyId: context.keyId,
-        service: call.service, tool: call.tool, toolArgs: call.redactedArgs, argsDigest: binding.argsDigest,
+        service: call.service, tool: call.tool, toolArgs: call.redactedArgs, sealedArgs: sealWithSecret(deps.secret, SEALED_ARGS_LABEL, canonical),
+        argsDigest: binding.argsDigest,
         policyId: ids[0] ?? '', policyKey: keys[0] ?? '', policyName, policyVersionId: versions[0] ?? '', bindingVersions: binding.bindingVersions,
         createdAt: at, expiresAt: new Date(at.getTime() + deps.settings.pendingTtlMs),
-      });
+      }, { perMember: deps.settings.maxPendingPerMember, perAgent: deps.settings.maxPendingPerAgent }, at);
+      if (full) return { kind: 'queue_full', reason: queueFullReason(full) };
       if (!inserted) continue; // another replica proposed the same call a moment ago
       announce(inserted);
       mailOwners(context.agentId).catch((err) => deps.log?.('call approvals: mail failed', err));
@@ -194,7 +245,7 @@ export function createCallApprovalService(deps: {
 
   // ── owners ──
 
-  async function decide(agentId: string, approvalId: string, approver: Approver, decision: { status: 'approved' | 'denied'; reason: string | null }): Promise<CallApproval> {
+  async function decide(agentId: string, approvalId: string, approver: Approver, decision: { status: 'approved' | 'denied'; reason: string | null }): Promise<CallApprovalForOwner> {
     const at = now();
     const row = await repo.decide(agentId, approvalId, {
       ...decision, approverId: approver.userId, approverEmail: approver.email,
@@ -213,7 +264,7 @@ export function createCallApprovalService(deps: {
     const entry = eventEntry(row, agent?.agentName ?? '', decision.status, decision.status === 'approved' ? 'ALLOW' : 'DENY', reason, approver);
     await recordEvent(row.id, entry);
     announce(row);
-    return view({ ...row, auditEntryIds: [...row.auditEntryIds, entry.id].slice(0, 100) }, at);
+    return ownerView({ ...row, auditEntryIds: [...row.auditEntryIds, entry.id].slice(0, 100) }, at);
   }
 
   let sweeper: NodeJS.Timeout | undefined;
@@ -237,11 +288,11 @@ export function createCallApprovalService(deps: {
       if (event.kind !== 'approval.changed') return;
       const forAgent = listeners.get(event.agentId);
       if (!forAgent || forAgent.size === 0) return;
-      repo.byId(event.approvalId).then((row) => {
+      repo.byId(event.approvalId).then(async (row) => {
         if (!row || row.agentId !== event.agentId) return;
-        const approval = view(row);
+        const approval = await ownerView(row);
         for (const listener of listeners.get(event.agentId) ?? []) listener(approval);
-      }, (err) => deps.log?.('call approvals: reading a changed request failed', err));
+      }).catch((err) => deps.log?.('call approvals: reading a changed request failed', err));
     });
   }
 
@@ -259,13 +310,36 @@ export function createCallApprovalService(deps: {
     async list(agentId: string, query: { status?: CallApprovalStatusFilter; limit: number; offset: number }) {
       const at = now();
       const { rows, total } = await repo.list(agentId, query, at);
-      return { approvals: rows.map((r) => view(r, at)), total };
+      return { approvals: await ownerViews(rows, at), total };
     },
 
-    async get(agentId: string, approvalId: string): Promise<CallApproval> {
+    async get(agentId: string, approvalId: string): Promise<CallApprovalForOwner> {
       const row = await repo.get(agentId, approvalId);
       if (!row) throw new ApiError('not_found', 'Call approval not found.');
-      return view(row);
+      return ownerView(row);
+    },
+
+    /**
+     * The exact arguments of an open or approved request, unmasked, for one of its owners; the
+     * reveal is recorded (who, when) and announced. 409 `conflict` once they are destroyed
+     * (executed, denied, expired), with the status in `details`.
+     */
+    async reveal(agentId: string, approvalId: string, viewer: Pick<Approver, 'userId' | 'email'>): Promise<CallApprovalRevealAnswer> {
+      const at = now();
+      const found = await repo.reveal(agentId, approvalId, viewer, at);
+      if (!found) throw new ApiError('not_found', 'Call approval not found.');
+      const status = view(found.row, at).status;
+      if (!found.sealed || !found.reveal) {
+        throw new ApiError('conflict', `The exact arguments of this call approval no longer exist: it is ${status}, and they are destroyed once a request is executed, denied or expired. Only the redacted form (toolArgs) remains.`, { status });
+      }
+      let shown: ReturnType<typeof exactArgs>;
+      try {
+        shown = exactArgs(openArgs(found.row));
+      } catch {
+        throw new ApiError('conflict', 'The exact arguments of this call approval cannot be opened (the server secret changed since the call was held).', { status });
+      }
+      announce(found.row);
+      return { approvalId, args: shown.args, secretSpans: shown.secretSpans, reveal: revealView(found.reveal) };
     },
 
     approve: (agentId: string, approvalId: string, approver: Approver, comment: string | undefined) =>
@@ -277,7 +351,7 @@ export function createCallApprovalService(deps: {
     async pendingForOwner(userId: string, limit: number) {
       const at = now();
       const { rows, total } = await repo.pendingForOwner(userId, limit, at);
-      return { approvals: rows.map((r) => view(r, at)), total };
+      return { approvals: await ownerViews(rows, at), total };
     },
 
     /** Live changes of one agent's requests (this replica's listeners; the bus brings every replica's changes). */
