@@ -96,6 +96,12 @@ const gatewayShape = {
   RATE_LIMIT_INVITES_PER_IP: z.coerce.number().int().positive().default(50),
   RATE_LIMIT_AGENTS_PER_USER: z.coerce.number().int().positive().default(10),
   /**
+   * Member key generations and rotations per rolling hour (each re-wraps the member's vault),
+   * per user across agents and per member, shared in Postgres (decision 068).
+   */
+  RATE_LIMIT_KEY_ROTATIONS_PER_USER: z.coerce.number().int().positive().default(30),
+  RATE_LIMIT_KEY_ROTATIONS_PER_MEMBER: z.coerce.number().int().positive().default(10),
+  /**
    * Portcullis's own authorization server (decision 050): client registrations per client IP
    * per rolling hour (shared in Postgres), and token/revocation requests per client IP per
    * RATE_LIMIT_WINDOW_MINUTES (in-memory per replica).

@@ -52,3 +52,37 @@ describe('DELETE /api/agents/:id/connect/:service', () => {
     expect((await rows()).map((r) => r.service)).toEqual(['slack']);
   });
 });
+
+describe('POST /api/agents/:id/connect/:service takes no body', () => {
+  let h: ApiHarness;
+  let owner: string;
+  let agentId: string;
+  beforeAll(async () => {
+    h = await createApiHarness();
+    owner = await h.signIn('connect-body@example.com');
+    agentId = (await h.request({ method: 'POST', url: '/api/agents', payload: { name: 'Connect body' }, cookie: owner })).json().id;
+  });
+  afterAll(async () => { await h?.close(); });
+
+  const stateRows = async () => (await h.db.select().from(schema.oauthFlows)).length;
+
+  it.each([
+    ['an object with fields', { 'content-type': 'application/json' }, '{"redirect":"https://evil.example"}'],
+    ['a JSON array', { 'content-type': 'application/json' }, '[1,2]'],
+    ['a JSON string', { 'content-type': 'application/json' }, '"hello"'],
+    ['plain text', { 'content-type': 'text/plain' }, 'hello'],
+  ])('refuses %s with 400 invalid_request and starts nothing', async (_name, headers, payload) => {
+    const before = await stateRows();
+    const res = await h.request({ method: 'POST', url: `/api/agents/${agentId}/connect/github`, cookie: owner, headers, payload });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toMatchObject({ error: { code: 'invalid_request' } });
+    expect(await stateRows()).toBe(before);
+  });
+
+  it('takes no body or an empty object as before (here: the connector is not enabled, 409)', async () => {
+    for (const payload of [undefined, {}]) {
+      const res = await h.request({ method: 'POST', url: `/api/agents/${agentId}/connect/github`, cookie: owner, ...(payload ? { payload } : {}) });
+      expect(res.statusCode, res.body).toBe(409);
+    }
+  });
+});

@@ -14,6 +14,9 @@ const params = z.strictObject({
   service: z.enum(connectorKeys, { error: (issue) => `unknown service "${String(issue.input).slice(0, 64)}"` }),
 });
 
+/** Connecting takes no body: anything else is refused (400), as every route refuses unknown fields. */
+const noBody = z.strictObject({}).nullish();
+
 const oauthParam = z.string().max(2048).optional();
 const callbackQuery = z.object({ state: oauthParam, code: oauthParam, error: z.string().max(256).optional() });
 
@@ -26,7 +29,7 @@ export async function connectionsRoutes(fastify: FastifyInstance, options: { db:
 
   /** Starts connecting the caller's own account: send the browser to `authorizeUrl`. */
   app.post('/api/agents/:id/connect/:service', {
-    schema: { tags: ['connectors'], params, response: { 200: z.object({ authorizeUrl: z.string().url() }) } },
+    schema: { tags: ['connectors'], params, body: noBody, response: { 200: z.object({ authorizeUrl: z.string().url() }) } },
     onRequest: requireUser(options.auth),
   }, async (request) => options.connectFlow.start(request.user!.id, request.params.id, request.params.service));
 

@@ -454,3 +454,43 @@ describe('members, invites and member keys', () => {
     });
   });
 });
+
+describe('key rotation is limited per user and per member (each re-wraps the vault)', () => {
+  let h: ApiHarness;
+  beforeAll(async () => { h = await createApiHarness({ RATE_LIMIT_KEY_ROTATIONS_PER_MEMBER: '3', RATE_LIMIT_KEY_ROTATIONS_PER_USER: '5' }); });
+  afterAll(async () => { await h?.close(); });
+
+  const agentOf = async (cookie: string, name: string) => {
+    const res = await h.request({ method: 'POST', url: '/api/agents', payload: { name }, cookie });
+    expect(res.statusCode, res.body).toBe(201);
+    const body = res.json() as { id: string; membership: { id: string } };
+    return { id: body.id, memberId: body.membership.id };
+  };
+  const rotate = (cookie: string, agent: { id: string; memberId: string }) =>
+    h.request({ method: 'PUT', url: `/api/agents/${agent.id}/members/${agent.memberId}/key`, payload: {}, cookie });
+  const currentKeys = async (memberId: string) => (await h.db.select().from(memberKeys).where(eq(memberKeys.memberId, memberId))).filter((k) => !k.revokedAt);
+
+  it('answers 429 rate_limited with Retry-After past RATE_LIMIT_KEY_ROTATIONS_PER_MEMBER, then per user across agents; a refused rotation changes nothing', async () => {
+    const user = await h.signIn('rotator@example.com');
+    const first = await agentOf(user, 'Rotations one');
+    const second = await agentOf(user, 'Rotations two');
+
+    // Someone else's refused attempts on this member spend nothing of the member's or the user's allowance.
+    const outsider = await h.signIn('rotation-outsider@example.com');
+    for (let i = 0; i < 4; i++) expect([403, 404, 429]).toContain((await rotate(outsider, first)).statusCode);
+
+    for (let i = 0; i < 3; i++) expect((await rotate(user, first)).statusCode).toBe(200);
+    const before = await currentKeys(first.memberId);
+    const refused = await rotate(user, first);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toMatchObject({ error: { code: 'rate_limited', details: { retryAfterSeconds: expect.any(Number) } } });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect(await currentKeys(first.memberId)).toEqual(before);
+
+    // Per user: two more on another agent reach five in the hour; the sixth is refused there too.
+    for (let i = 0; i < 2; i++) expect((await rotate(user, second)).statusCode).toBe(200);
+    const perUser = await rotate(user, second);
+    expect(perUser.statusCode).toBe(429);
+    expect(perUser.json().error.message).toMatch(/by you/);
+  });
+});

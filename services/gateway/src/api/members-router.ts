@@ -82,8 +82,8 @@ export interface MembersRoutesOptions {
   /** The server secret; invite tokens are signed under a key derived from it. */
   secret: string;
   publicUrl: string;
-  /** Invites per inviting user and per client IP, shared by every replica (decision 026). */
-  limits: Pick<AbuseRateLimits, 'invitesPerUser' | 'invitesPerIp'>;
+  /** Invites per inviting user and per client IP, key rotations per user and per member, shared by every replica (decisions 026, 068). */
+  limits: Pick<AbuseRateLimits, 'invitesPerUser' | 'invitesPerIp' | 'keyRotationsPerUser' | 'keyRotationsPerMember'>;
 }
 
 /**
@@ -100,9 +100,19 @@ export async function membersRoutes(fastify: FastifyInstance, options: MembersRo
   const tags = ['members'];
   // Invites mail addresses a user types in: limited per user and per IP across all agents, so
   // neither several agents nor several accounts multiply what one sender can mail.
-  const inviteLimits = createSharedLimiters({ db: options.db })(
+  const shared = createSharedLimiters({ db: options.db });
+  const inviteLimits = shared(
     { limit: options.limits.invitesPerUser, action: 'invite', what: 'invites sent by you', subjectOf: (request) => `user:${request.user!.id}` },
     { limit: options.limits.invitesPerIp, action: 'invite-ip', what: 'invites sent from this address', subjectOf: clientIpKey },
+  );
+  // Each key generation re-wraps the member's vault. Per member, the count is the caller's own
+  // (member and user together), so nobody else's refused attempts spend a member's allowance.
+  const keyRotationLimits = shared(
+    { limit: options.limits.keyRotationsPerUser, action: 'key-rotation', what: 'key rotations by you', subjectOf: (request) => `user:${request.user!.id}` },
+    {
+      limit: options.limits.keyRotationsPerMember, action: 'key-rotation-member', what: 'key rotations of this member key',
+      subjectOf: (request) => `member:${(request.params as { memberId: string }).memberId}:user:${request.user!.id}`,
+    },
   );
 
   app.post('/api/agents/:id/invite', {
@@ -165,8 +175,9 @@ export async function membersRoutes(fastify: FastifyInstance, options: MembersRo
   });
 
   app.put('/api/agents/:id/members/:memberId/key', {
-    schema: { tags, summary: 'Generate or rotate the member key (self); the only time the key is shown', params: memberParams, body: keyBody, response: { 200: issuedKeySchema } },
+    schema: { tags, summary: 'Generate or rotate the member key (self); the only time the key is shown. Limited per user and per member (429)', params: memberParams, body: keyBody, response: { 200: issuedKeySchema } },
     onRequest,
+    preHandler: keyRotationLimits,
   }, async (request, reply) => {
     const issued = await keys.issue(request.params.id, request.user!, request.params.memberId, request.body?.currentKey);
     reply.header('cache-control', 'no-store');

@@ -299,6 +299,24 @@ describe('preview and simulate without a PDP', () => {
     expect(res.json()).toEqual({ cedar: '', errors: [expect.stringMatching(/^effect: /)], warnings: [] });
   });
 
+  it('preview refuses a tool or service the catalog does not have with 400 naming the field (as create does), instead of Cedar that forbids the whole connector', async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ ...validBody, tools: ['delete_repository', 'no_such_tool'] }, 'tools.1'],
+      [{ ...validBody, tools: ['definitely_not_a_tool'] }, 'tools.0'],
+      [{ ...validBody, service: 'myspace', tools: [] }, 'service'],
+    ];
+    for (const [payload, field] of cases) {
+      const res = await h.request({ method: 'POST', url: `/api/agents/${agentId}/policies/preview`, payload, cookie: owner });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json()).toMatchObject({ error: { code: 'invalid_request', details: { field, in: 'body' } } });
+      expect(res.body).not.toMatch(/forbid/);
+      // Saving the same draft is refused the same way.
+      const saved = await h.request({ method: 'POST', url: `/api/agents/${agentId}/policies`, payload, cookie: owner });
+      expect(saved.statusCode, saved.body).toBe(400);
+      expect(saved.json()).toMatchObject({ error: { details: { field } } });
+    }
+  });
+
   it('preview of a well-formed draft needs the PDP: 503 unavailable', async () => {
     const res = await h.request({ method: 'POST', url: `/api/agents/${agentId}/policies/preview`, payload: validBody, cookie: owner });
     expect(res.statusCode, res.body).toBe(503);

@@ -28,6 +28,10 @@ export interface AbuseRateLimits {
   invitesPerUser: Limit;
   /** `POST /api/agents/:id/invite`, per client IP, across users and agents. */
   invitesPerIp: Limit;
+  /** `PUT /api/agents/:id/members/:memberId/key` (each re-wraps the vault), per user across agents. */
+  keyRotationsPerUser: Limit;
+  /** The same, per member (counted for the member's own requests: nobody else's spend it). */
+  keyRotationsPerMember: Limit;
   /** `POST /api/agents`, per user. */
   agentsPerUser: Limit;
   /** `POST /api/agents/:id/sinks/:sinkId/test`, per user across agents (decision 058). */
@@ -39,6 +43,7 @@ export interface AbuseRateLimits {
 export type RateLimitConfig = Pick<GatewayConfig,
   'RATE_LIMIT_WINDOW_MINUTES' | 'RATE_LIMIT_MAGIC_LINK_PER_ADDRESS' | 'RATE_LIMIT_MAGIC_LINK_PER_IP' | 'RATE_LIMIT_VERIFY_PER_IP' | 'RATE_LIMIT_MFA_PER_IP'
   | 'RATE_LIMIT_INVITES_PER_USER' | 'RATE_LIMIT_INVITES_PER_IP' | 'RATE_LIMIT_AGENTS_PER_USER' | 'RATE_LIMIT_SINK_TESTS_PER_USER' | 'RATE_LIMIT_SINK_TESTS_PER_AGENT'
+  | 'RATE_LIMIT_KEY_ROTATIONS_PER_USER' | 'RATE_LIMIT_KEY_ROTATIONS_PER_MEMBER'
   | 'RATE_LIMIT_OAUTH_REGISTER_PER_IP' | 'RATE_LIMIT_OAUTH_TOKEN_PER_IP'>;
 
 const HOUR_MS = 60 * 60_000;
@@ -48,6 +53,8 @@ export function abuseRateLimitsOf(config: RateLimitConfig): AbuseRateLimits {
   return {
     invitesPerUser: { max: config.RATE_LIMIT_INVITES_PER_USER, windowMs: HOUR_MS },
     invitesPerIp: { max: config.RATE_LIMIT_INVITES_PER_IP, windowMs: HOUR_MS },
+    keyRotationsPerUser: { max: config.RATE_LIMIT_KEY_ROTATIONS_PER_USER, windowMs: HOUR_MS },
+    keyRotationsPerMember: { max: config.RATE_LIMIT_KEY_ROTATIONS_PER_MEMBER, windowMs: HOUR_MS },
     agentsPerUser: { max: config.RATE_LIMIT_AGENTS_PER_USER, windowMs: HOUR_MS },
     sinkTestsPerUser: { max: config.RATE_LIMIT_SINK_TESTS_PER_USER, windowMs: HOUR_MS },
     sinkTestsPerAgent: { max: config.RATE_LIMIT_SINK_TESTS_PER_AGENT, windowMs: HOUR_MS },

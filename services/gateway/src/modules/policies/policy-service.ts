@@ -343,7 +343,9 @@ export function createPolicyService(deps: PolicyServiceDeps) {
 
     /**
      * Compiles a draft without saving it. A draft with problems is still answered (200):
-     * schema problems alone (no PDP call), else the catalog/member problems found here plus the PDP's.
+     * schema problems alone (no PDP call), else the member problems found here plus the PDP's.
+     * A tool or service the catalog does not have is 400 naming the field, as create and update
+     * answer it (decision 068).
      */
     async preview(agentId: string, user: SignedIn, draft: unknown): Promise<PolicyPreviewView> {
       await ownerAccess(agentId, user);
@@ -352,6 +354,10 @@ export function createPolicyService(deps: PolicyServiceDeps) {
         return { cedar: '', errors: parsed.error.issues.map((i) => `${i.path.map(String).join('.') || 'draft'}: ${i.message}`), warnings: [] };
       }
       const body = parsed.data;
+      // A tool or service the catalog does not have is refused as create refuses it: compiled,
+      // the draft would drop the name and forbid the whole connector (decision 068).
+      const [unknown] = catalogIssues(body);
+      if (unknown) throw invalid(unknown);
       const own = (await issuesOf(agentId, body)).map((i) => `${i.field}: ${i.message}`);
       const content = contentOf(body, body.policyKey ?? slugOf(body.name), true);
       let preview: PolicyPreviewView;
