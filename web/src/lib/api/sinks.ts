@@ -17,7 +17,7 @@ export const listSinks = (id: string) => call(http.GET('/api/agents/{id}/sinks',
 export const createSink = (id: string, body: SinkCreate) => call(http.POST('/api/agents/{id}/sinks', { ...agent(id), body }));
 export const updateSink = (id: string, sinkId: string, body: SinkChange) => call(http.PUT('/api/agents/{id}/sinks/{sinkId}', { ...sink(id, sinkId), body }));
 export const deleteSink = (id: string, sinkId: string) => call(http.DELETE('/api/agents/{id}/sinks/{sinkId}', sink(id, sinkId)));
-export const testSink = (id: string, sinkId: string) => call(http.POST('/api/agents/{id}/sinks/{sinkId}/test', sink(id, sinkId)));
+export const testSink = (id: string, sinkId: string) => call(http.POST('/api/agents/{id}/sinks/{sinkId}/test', { ...sink(id, sinkId), body: {} }));
 
 /**
  * `Name: value` lines (one header a line, as curl's `-H`) as the API's header object; blank
