@@ -48,7 +48,6 @@ export async function createApiHarness(env: Record<string, string> = {}, options
     RATE_LIMIT_MAGIC_LINK_PER_ADDRESS: '1000', RATE_LIMIT_MAGIC_LINK_PER_IP: '100000', RATE_LIMIT_VERIFY_PER_IP: '100000', RATE_LIMIT_MFA_PER_IP: '100000',
     RATE_LIMIT_INVITES_PER_USER: '100000', RATE_LIMIT_INVITES_PER_IP: '100000', RATE_LIMIT_AGENTS_PER_USER: '100000',
     RATE_LIMIT_KEY_ROTATIONS_PER_USER: '100000', RATE_LIMIT_KEY_ROTATIONS_PER_MEMBER: '100000',
-    RATE_LIMIT_KEY_ROTATIONS_PER_USER: '100000', RATE_LIMIT_KEY_ROTATIONS_PER_MEMBER: '100000',
     ...env,
   }, secret);
   const { app, release } = await composeGateway(config, { db: database.db, bus, dbPing: database.ping, ...(options.now ? { now: options.now } : {}) });
