@@ -91,6 +91,11 @@ describe('in production', () => {
     expect(await checkDestination('http://gone.example.com/', { ...PRODUCTION, resolve: nowhere })).toMatchObject({ ok: false, problem: 'https_required' });
     expect(await checkDestination('ftp://93.184.216.34/', PRODUCTION)).toMatchObject({ ok: false, problem: 'https_required' });
   });
+
+  it('counts a name whose resolver does not answer in time as unresolved', async () => {
+    const silent: HostResolver = () => new Promise(() => undefined);
+    expect(await checkDestination('https://slow.example.com/', { ...PRODUCTION, resolve: silent, resolveTimeoutMs: 50 })).toMatchObject({ ok: false, problem: 'unresolved' });
+  });
 });
 
 describe('in development', () => {

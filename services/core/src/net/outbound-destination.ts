@@ -32,6 +32,8 @@ export interface DestinationRule {
   allowed: AllowedDestinations;
   /** Name resolution; the system resolver unless a test injects its own. */
   resolve?: HostResolver;
+  /** Longest a name may take to resolve (5 s by default); past it the name counts as unresolved. */
+  resolveTimeoutMs?: number;
 }
 
 /** Why a destination is refused: `unresolved` means its name has no address now. */
@@ -54,6 +56,15 @@ export const NO_ALLOWED_DESTINATIONS: AllowedDestinations = { hosts: [], ranges:
 
 const systemResolver: HostResolver = async (hostname) =>
   (await lookup(hostname, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+
+/** A resolver that does not answer makes the name unresolved, rather than the request hang. */
+const RESOLVE_TIMEOUT_MS = 5_000;
+
+function resolveWithin(resolve: HostResolver, hostname: string, timeoutMs: number): Promise<ResolvedAddress[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('resolution timed out')), timeoutMs); });
+  return Promise.race([resolve(hostname), deadline]).finally(() => clearTimeout(timer));
+}
 
 /** The IPv4 address an IPv6 address carries by a translation scheme, if any. */
 function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
@@ -158,7 +169,7 @@ export async function checkDestination(target: string | URL, rule: DestinationRu
   } else {
     if (isLocalhostName(hostname) && rule.production && !nameAllowed) return notAllowed('is this machine (loopback)');
     try {
-      addresses = (await (rule.resolve ?? systemResolver)(hostname)).map((a) => ({ ...a, address: ipaddr.isValid(a.address) ? canonicalAddress(a.address) : a.address }));
+      addresses = (await resolveWithin(rule.resolve ?? systemResolver, hostname, rule.resolveTimeoutMs ?? RESOLVE_TIMEOUT_MS)).map((a) => ({ ...a, address: ipaddr.isValid(a.address) ? canonicalAddress(a.address) : a.address }));
     } catch {
       addresses = [];
     }
