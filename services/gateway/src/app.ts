@@ -37,6 +37,7 @@ import { statusRoutes, type HealthProbe } from './api/status-router.ts';
 import { homeRoutes } from './api/home-router.ts';
 import { requireUser, sameOriginGuard } from './plugins/session-auth.ts';
 import { metricsRoutes } from './api/metrics-router.ts';
+import { createSessionEnds } from './modules/auth/session-ends.ts';
 import { refuseControlCharacters } from './plugins/text-input-guard.ts';
 import { validationApiError } from './api/validation.ts';
 import { oauthServerRoutes, oauthRateLimitsOf } from './oauth/oauth-routes.ts';
@@ -166,6 +167,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (api) => {
     // Cookies are the dashboard's: `/mcp` (Bearer keys) never parses them.
     await api.register(cookie);
+    // Live streams end the moment their dashboard session does, whichever replica ended it (decision 068).
+    const sessionEnds = createSessionEnds(deps.bus);
+    api.addHook('onClose', async () => { sessionEnds.close(); });
     api.addHook('onRequest', sameOriginGuard({ publicUrl: deps.config.publicUrl, allowLoopbackOrigins: deps.config.NODE_ENV !== 'production' }));
     api.addHook('preValidation', refuseControlCharacters);
     await authRoutes(api, { auth: deps.auth, secureCookies: deps.config.publicUrl.startsWith('https:'), sessionMaxMs: deps.config.SESSION_MAX_MINUTES * 60_000, rateLimits: authRateLimitsOf(deps.config) });
@@ -173,7 +177,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await auditRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
     await auditStreamRoutes(api, {
       db: deps.db, bus: deps.bus, auth: deps.auth, tickMs: deps.config.AUDIT_STREAM_HEARTBEAT_MS,
-      maxStreamsPerUser: deps.config.AUDIT_STREAM_MAX_PER_USER, queueLimit: deps.config.AUDIT_STREAM_QUEUE_LIMIT,
+      maxStreamsPerUser: deps.config.AUDIT_STREAM_MAX_PER_USER, queueLimit: deps.config.AUDIT_STREAM_QUEUE_LIMIT, sessionEnds,
     });
     await dashboardRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
     await sessionsRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit, sessions: deps.sessions });
@@ -184,7 +188,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
     await callApprovalsRoutes(api, {
       db: deps.db, auth: deps.auth, approvals: deps.approvals, tickMs: deps.config.AUDIT_STREAM_HEARTBEAT_MS,
-      maxStreamsPerUser: deps.config.AUDIT_STREAM_MAX_PER_USER, queueLimit: deps.config.AUDIT_STREAM_QUEUE_LIMIT,
+      maxStreamsPerUser: deps.config.AUDIT_STREAM_MAX_PER_USER, queueLimit: deps.config.AUDIT_STREAM_QUEUE_LIMIT, sessionEnds,
     });
     await sinksRoutes(api, {
       db: deps.db, bus: deps.bus, auth: deps.auth, secret: deps.secret, limits: abuseRateLimitsOf(deps.config),

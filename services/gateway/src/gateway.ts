@@ -96,6 +96,7 @@ export async function composeGateway(config: GatewayConfig, deps: GatewayDeps): 
   });
   const auth = createAuthService({
     db: deps.db,
+    bus: deps.bus,
     mailer,
     secret: config.secret,
     publicUrl: publicUrlGuess,

@@ -10,7 +10,9 @@ export type ChangeEvent =
   /** A tool session ended (reset, DELETE, expiry): its session-condition counters start fresh. */
   | { kind: 'session.ended'; sessionId: string; agentId: string }
   /** A call approval was proposed or changed status (decision 063): every replica's live streams read and send it. */
-  | { kind: 'approval.changed'; approvalId: string; agentId: string };
+  | { kind: 'approval.changed'; approvalId: string; agentId: string }
+  /** A dashboard session ended (logout, revoked from the sessions list, too many MFA failures): its live streams end at once, on every replica (decision 068). */
+  | { kind: 'dashboard_session.ended'; sessionId: string; userId: string };
 
 export interface AuditConsumerOptions {
   /** Most entries handed to one `handle` call. */
@@ -114,5 +116,6 @@ export function changeSubject(prefix: string, event: ChangeEvent): string {
     case 'grant.revoked': return `${prefix}grant.revoked.${event.grantId}`;
     case 'session.ended': return `${prefix}session.ended.${event.agentId}`;
     case 'approval.changed': return `${prefix}approval.changed.${event.agentId}`;
+    case 'dashboard_session.ended': return `${prefix}dashboard_session.ended.${event.userId}`;
   }
 }

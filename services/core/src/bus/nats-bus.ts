@@ -273,7 +273,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       nc.publish(changeSubject(prefix, event), encoder.encode(JSON.stringify(event)));
     },
     onChange(handler) {
-      const subs = ['policy.changed.*', 'agent.changed.*', 'key.revoked.*', 'grant.revoked.*', 'session.ended.*', 'approval.changed.*'].map((s) =>
+      const subs = ['policy.changed.*', 'agent.changed.*', 'key.revoked.*', 'grant.revoked.*', 'session.ended.*', 'approval.changed.*', 'dashboard_session.ended.*'].map((s) =>
         nc.subscribe(`${prefix}${s}`, {
           callback: (err, msg) => {
             if (err) return;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
-import { redactPolicyIdentities, schema, toAuditEntryMsg, type AuditEntry } from '@portcullis/core';
+import { createNatsBus, redactPolicyIdentities, schema, toAuditEntryMsg, type AuditEntry, type Bus } from '@portcullis/core';
+import { deleteTestStreams, TEST_NATS_URL, uniqueSubjectPrefix } from '@portcullis/core/testing';
 import { createApiHarness, openSseStream, signInRoleActors, type ApiHarness, type RoleActors, type SseEvent, type SseStream } from '../testing/index.ts';
 import { toApiEntry } from './audit-router.ts';
 
@@ -343,5 +344,90 @@ describe('GET /api/audit/stream limits and shutdown', () => {
     await Promise.race([closing, timeout]);
     const end = await s!.waitFor((e) => e.event === 'end', 1_000);
     expect(JSON.parse(end.data)).toMatchObject({ reason: 'shutdown' });
+  });
+});
+
+describe('logging out ends that session\'s live streams at once, on every replica (two gateways, one real NATS)', () => {
+  const prefix = uniqueSubjectPrefix('session_ends');
+  let busA: Bus;
+  let busB: Bus;
+  let h: ApiHarness;
+  let baseB: string;
+  const open: SseStream[] = [];
+
+  beforeAll(async () => {
+    busA = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: prefix, name: 'gateway-a' });
+    busB = await createNatsBus({ url: TEST_NATS_URL, subjectPrefix: prefix, name: 'gateway-b' });
+    // A heartbeat far longer than the test: only the logout itself can end the streams in time.
+    h = await createApiHarness({ AUDIT_STREAM_HEARTBEAT_MS: '120000' }, { bus: busA });
+    const replicaB = await h.replica(busB);
+    baseB = await replicaB.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    for (const s of open) s.close();
+    await h?.close();
+    await busA?.close();
+    await busB?.close();
+    await deleteTestStreams(TEST_NATS_URL, prefix);
+  });
+
+  const streamOnB = async (path: string, cookie: string) => {
+    const s = await openSseStream(`${baseB}${path}`, { headers: { cookie } });
+    open.push(s);
+    expect(s.status, s.errorBody).toBe(200);
+    await s.waitForComment((c) => c === 'connected');
+    return s;
+  };
+  const endedWithin = (s: SseStream, ms: number) => Promise.race([
+    s.ended.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms)),
+  ]);
+  const entryOn = (agentId: string): AuditEntry => makeEntry({ agentId, agentName: 'Replicated' });
+
+  it('a logout on replica A ends the audit and approval streams the session opened on replica B within a second; later entries reach only the user\'s other session', async () => {
+    const leaving = await h.signIn('two-replicas@example.com');
+    const staying = await h.signIn('two-replicas@example.com');
+    const created = await h.request({ method: 'POST', url: '/api/agents', payload: { name: 'Replicated' }, cookie: leaving });
+    expect(created.statusCode).toBe(201);
+    const agentId = created.json().id as string;
+
+    const audit = await streamOnB('/api/audit/stream', leaving);
+    const approvals = await streamOnB(`/api/agents/${agentId}/call-approvals/events`, leaving);
+    const other = await streamOnB('/api/audit/stream', staying);
+
+    // The streams are live across replicas: an entry published through A reaches B's streams.
+    const before = entryOn(agentId);
+    await busA.publishAudit(before);
+    await audit.waitFor(idIs(before.id));
+    await other.waitFor(idIs(before.id));
+
+    const loggedOutAt = Date.now();
+    expect((await h.request({ method: 'POST', url: '/api/auth/logout', cookie: leaving })).statusCode).toBe(200);
+    expect(await endedWithin(audit, 1_500), 'the audit stream ended').toBe(true);
+    expect(await endedWithin(approvals, 1_500), 'the approvals stream ended').toBe(true);
+    expect(Date.now() - loggedOutAt).toBeLessThan(1_500);
+    for (const s of [audit, approvals]) {
+      const last = s.events.at(-1)!;
+      expect(last.event).toBe('end');
+      expect(JSON.parse(last.data)).toMatchObject({ reason: 'session_ended' });
+    }
+
+    // Nothing after the logout: the next entry reaches the user's other session only.
+    const after = entryOn(agentId);
+    await busA.publishAudit(after);
+    await other.waitFor(idIs(after.id));
+    expect(audit.events.some(idIs(after.id))).toBe(false);
+    expect(await endedWithin(other, 200), 'the other session\'s stream goes on').toBe(false);
+  });
+
+  it('revoking a session from another one (DELETE /api/users/me/sessions/:id) ends its streams at once too', async () => {
+    const revoked = await h.signIn('revoked-stream@example.com');
+    const revoker = await h.signIn('revoked-stream@example.com');
+    const stream = await streamOnB('/api/audit/stream', revoked);
+    const sessions = (await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie: revoker })).json() as { sessions: Array<{ id: string; current: boolean }> };
+    const target = sessions.sessions.find((s) => !s.current)!;
+    expect((await h.request({ method: 'DELETE', url: `/api/users/me/sessions/${target.id}`, cookie: revoker })).statusCode).toBe(204);
+    expect(await endedWithin(stream, 1_500)).toBe(true);
+    expect(JSON.parse(stream.events.at(-1)!.data)).toMatchObject({ reason: 'session_ended' });
   });
 });

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { toAuditEntryMsg, type Bus, type Database } from '@portcullis/core';
 import type { AuthService } from '../modules/auth/auth-service.ts';
+import type { SessionEnds } from '../modules/auth/session-ends.ts';
 import { createAuditStreamHub, type AuditStreamSink, type StreamEndReason } from '../modules/audit/audit-stream-hub.ts';
 import { auditStreamQuerySchema, liveFilterOf } from '../modules/audit/audit-stream-filter.ts';
 import { requireUser } from '../plugins/session-auth.ts';
@@ -127,6 +128,8 @@ export async function auditStreamRoutes(fastify: FastifyInstance, options: {
   tickMs: number;
   /** Frames a slow client may have waiting before it is dropped. */
   queueLimit: number;
+  /** Ends a stream the moment its dashboard session ends, on any replica (decision 068). */
+  sessionEnds: Pick<SessionEnds, 'watch'>;
 }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const hub = createAuditStreamHub({
@@ -154,11 +157,14 @@ export async function auditStreamRoutes(fastify: FastifyInstance, options: {
     const user = request.user!;
     const sse = new SseResponse(reply.raw, options.queueLimit);
     let unregister: (() => void) | undefined;
-    reply.raw.on('close', () => unregister?.());
+    let unwatch: (() => void) | undefined;
+    reply.raw.on('close', () => { unregister?.(); unwatch?.(); });
     // May throw 429 (too many streams): still an ordinary JSON error, nothing was sent yet.
     unregister = await hub.open({ userId: user.id, sessionId: user.sessionId }, liveFilterOf(request.query), sse);
+    // Logout (here or on another replica) ends the stream at once, not at the next heartbeat.
+    unwatch = options.sessionEnds.watch(user.sessionId, () => sse.end('session_ended'));
     reply.hijack();
-    if (reply.raw.destroyed) { unregister(); return; }
+    if (reply.raw.destroyed) { unregister(); unwatch(); return; }
     sse.start();
   });
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ApiError, type Database } from '@portcullis/core';
 import { loadAgentAccess, requireOwner } from '../modules/agents/agent-access.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
+import type { SessionEnds } from '../modules/auth/session-ends.ts';
 import type { CallApprovalService } from '../modules/call-approvals/call-approval-service.ts';
 import { CALL_APPROVAL_STATUSES, callApprovalOwnerSchema, callApprovalRevealAnswerSchema } from '../modules/call-approvals/call-approval-types.ts';
 import { requireUser } from '../plugins/session-auth.ts';
@@ -41,6 +42,8 @@ export async function callApprovalsRoutes(fastify: FastifyInstance, options: {
   tickMs: number;
   maxStreamsPerUser: number;
   queueLimit: number;
+  /** Ends a stream the moment its dashboard session ends, on any replica (decision 068). */
+  sessionEnds: Pick<SessionEnds, 'watch'>;
 }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { approvals } = options;
@@ -81,6 +84,7 @@ export async function callApprovalsRoutes(fastify: FastifyInstance, options: {
     const unsubscribe = approvals.subscribe(agentId, (approval) => sse.event('approval', approval.id, JSON.stringify(callApprovalOwnerSchema.parse(approval))));
     const stream = { end: (reason: 'session_ended' | 'shutdown') => sse.end(reason) };
     open.add(stream);
+    const unwatch = options.sessionEnds.watch(user.sessionId, () => sse.end('session_ended'));
     // The heartbeat also re-checks the viewer: a session that ended or an owner who is one no more stops receiving.
     const ticker = setInterval(() => {
       sse.heartbeat();
@@ -92,6 +96,7 @@ export async function callApprovalsRoutes(fastify: FastifyInstance, options: {
     reply.raw.on('close', () => {
       clearInterval(ticker);
       unsubscribe();
+      unwatch();
       open.delete(stream);
       const left = (streamsPerUser.get(user.id) ?? 1) - 1;
       if (left > 0) streamsPerUser.set(user.id, left);

@@ -24,6 +24,12 @@ export interface ApiHarness {
   signIn(email: string): Promise<string>;
   /** `app.inject` with our Origin (so cookie requests pass the same-origin guard) and JSON bodies. */
   request(options: InjectOptions & { cookie?: string }): Promise<LightMyRequestResponse>;
+  /**
+   * Another gateway replica over the same database and configuration, on `bus` (give the
+   * harness and each replica their own NATS connection on one subject prefix to play a cluster).
+   * Closed with the harness.
+   */
+  replica(bus: Bus): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
@@ -32,12 +38,12 @@ export interface ApiHarness {
  * router and security tests through `app.inject()`; `options.now` injects a clock. The policy and audit services are not
  * started: routes that need them belong in the end-to-end suites.
  */
-export async function createApiHarness(env: Record<string, string> = {}, options: { now?: () => number } = {}): Promise<ApiHarness> {
+export async function createApiHarness(env: Record<string, string> = {}, options: { now?: () => number; bus?: Bus } = {}): Promise<ApiHarness> {
   const testDb: TestDatabase = await createTestDatabase('api');
   const dataDir = mkdtempSync(join(tmpdir(), 'pc-api-'));
   const outboxDir = join(dataDir, 'outbox');
   const database = await openDatabase({ DATABASE_URL: testDb.url, DATA_DIR: dataDir });
-  const bus = createMemoryBus();
+  const bus = options.bus ?? createMemoryBus();
   const events: ChangeEvent[] = [];
   bus.onChange((e) => events.push(e));
   const secret = randomBytes(32).toString('base64url');
@@ -51,6 +57,7 @@ export async function createApiHarness(env: Record<string, string> = {}, options
     ...env,
   }, secret);
   const { app, release } = await composeGateway(config, { db: database.db, bus, dbPing: database.ping, ...(options.now ? { now: options.now } : {}) });
+  const replicas: Array<Awaited<ReturnType<typeof composeGateway>>> = [];
   await app.ready();
 
   const request: ApiHarness['request'] = ({ cookie, headers, ...rest }) => app.inject({
@@ -75,7 +82,17 @@ export async function createApiHarness(env: Record<string, string> = {}, options
       const setCookie = verified.headers['set-cookie'];
       return String(Array.isArray(setCookie) ? setCookie[0] : setCookie).split(';')[0]!;
     },
+    async replica(replicaBus) {
+      const replica = await composeGateway(config, { db: database.db, bus: replicaBus, dbPing: database.ping, ...(options.now ? { now: options.now } : {}) });
+      await replica.app.ready();
+      replicas.push(replica);
+      return replica.app;
+    },
     async close() {
+      for (const replica of replicas) {
+        await replica.app.close();
+        await replica.release();
+      }
       await app.close();
       await release();
       await database.close();

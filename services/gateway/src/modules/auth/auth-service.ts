@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { and, desc, eq, gt, isNull, sql } from 'drizzle-orm';
-import { ApiError, schema, type Database } from '@portcullis/core';
+import { ApiError, schema, type Bus, type Database } from '@portcullis/core';
 import type { Mailer } from '../mail/mailer.ts';
 import { mfaStateOf, type DashboardSessionView, type MfaPolicy, type SessionUser } from './auth-types.ts';
 import { createMfaService } from './mfa-service.ts';
@@ -36,6 +36,8 @@ export function normaliseEmail(email: string): string {
  */
 export function createAuthService(deps: {
   db: Database; mailer: Mailer; secret: string; publicUrl: string; sessions: SessionPolicy;
+  /** Ended sessions are announced on it (`dashboard_session.ended`): every replica ends their live streams at once. */
+  bus: Pick<Bus, 'publishChange'>;
   /** `MFA_REQUIRED`; default `off`. */
   mfaPolicy?: MfaPolicy;
   now?: () => number;
@@ -56,6 +58,11 @@ export function createAuthService(deps: {
     gt(dashboardSessions.expiresAt, new Date(at)),
     gt(dashboardSessions.lastSeenAt, new Date(at - deps.sessions.idleMs)),
   );
+
+  /** Tells every replica that these sessions ended, so their live streams end at once (decision 068). */
+  function announceEnded(ended: Array<{ id: string; userId: string }>): void {
+    for (const session of ended) deps.bus.publishChange({ kind: 'dashboard_session.ended', sessionId: session.id, userId: session.userId });
+  }
 
   /** A session cookie's value: 256 random bits; only its digest is stored. */
   function newSessionToken(): { token: string; tokenHash: string } {
@@ -87,7 +94,7 @@ export function createAuthService(deps: {
 
   return {
     /** TOTP enrolment and challenge for signed-in sessions. */
-    mfa: createMfaService({ db: deps.db, secret: deps.secret, now, newSessionToken }),
+    mfa: createMfaService({ db: deps.db, secret: deps.secret, now, newSessionToken, sessionEnded: (session) => announceEnded([session]) }),
 
     /**
      * Sends a code and a link; answers the same whether or not the address has an account.
@@ -170,8 +177,11 @@ export function createAuthService(deps: {
       return { id: row.id, email: row.email, sessionId: row.sessionId, mfaSatisfied: mfa.satisfied, mfa };
     },
 
+    /** Logout: the session behind `token` ends, and with it its live streams on every replica. */
     async endSession(token: string): Promise<void> {
-      await deps.db.update(dashboardSessions).set({ endedAt: new Date(now()) }).where(eq(dashboardSessions.tokenHash, digest(token)));
+      announceEnded(await deps.db.update(dashboardSessions).set({ endedAt: new Date(now()) })
+        .where(and(eq(dashboardSessions.tokenHash, digest(token)), isNull(dashboardSessions.endedAt)))
+        .returning({ id: dashboardSessions.id, userId: dashboardSessions.userId }));
     },
 
     /** The user's live sessions, newest first. */
@@ -193,7 +203,8 @@ export function createAuthService(deps: {
     async endSessionOfUser(userId: string, sessionId: string): Promise<boolean> {
       const ended = await deps.db.update(dashboardSessions).set({ endedAt: new Date(now()) })
         .where(and(eq(dashboardSessions.id, sessionId), eq(dashboardSessions.userId, userId), liveAt(now())))
-        .returning({ id: dashboardSessions.id });
+        .returning({ id: dashboardSessions.id, userId: dashboardSessions.userId });
+      announceEnded(ended);
       return ended.length > 0;
     },
   };

@@ -27,6 +27,8 @@ export function createMfaService(deps: {
   db: Database; secret: string; now: () => number;
   /** A fresh session token and the digest stored for it (the auth service's). */
   newSessionToken: () => { token: string; tokenHash: string };
+  /** Announces a session this service ended (too many wrong codes), so its live streams end. */
+  sessionEnded: (session: { id: string; userId: string }) => void;
 }) {
   const backupDigest = (userId: string, code: string) =>
     createHmac('sha256', deps.secret).update(`mfa-backup:${userId}:${normaliseBackupCode(code)}`).digest('hex');
@@ -53,7 +55,8 @@ export function createMfaService(deps: {
    * (`mfa_code_invalid`), so no client reads it as signed out. Only the last allowed attempt
    * ends the session, and that answer is 401 `unauthenticated` (`mfa_attempts_exceeded`).
    */
-  async function recordFailure(sessionId: string, field: 'code' | 'backupCode'): Promise<never> {
+  async function recordFailure(user: SessionUser, field: 'code' | 'backupCode'): Promise<never> {
+    const { sessionId } = user;
     const [row] = await deps.db.update(dashboardSessions)
       .set({ mfaFailedAttempts: sql`${dashboardSessions.mfaFailedAttempts} + 1` })
       .where(eq(dashboardSessions.id, sessionId))
@@ -61,6 +64,7 @@ export function createMfaService(deps: {
     const count = row?.count ?? MFA_MAX_ATTEMPTS;
     if (count >= MFA_MAX_ATTEMPTS) {
       await deps.db.update(dashboardSessions).set({ endedAt: new Date(deps.now()) }).where(eq(dashboardSessions.id, sessionId));
+      deps.sessionEnded({ id: sessionId, userId: user.id });
       throw new ApiError('unauthenticated', 'Too many wrong codes: this session has ended. Sign in again.', { reason: 'mfa_attempts_exceeded' });
     }
     throw new ApiError('invalid_request', 'The code is wrong or was already used.', { field, reason: 'mfa_code_invalid', attemptsLeft: MFA_MAX_ATTEMPTS - count });
@@ -118,16 +122,16 @@ export function createMfaService(deps: {
         const [row] = await deps.db.select({ sealed: users.mfaSecretSealed, lastStep: users.mfaLastTimeStep }).from(users).where(eq(users.id, user.id));
         if (!row?.sealed) throw new ApiError('conflict', 'MFA is not enabled for this account.');
         const timeStep = await acceptedTimeStep(openWithSecret(deps.secret, SEAL_LABEL, row.sealed), input.code, row.lastStep);
-        if (timeStep === undefined) return recordFailure(user.sessionId, 'code');
+        if (timeStep === undefined) return recordFailure(user, 'code');
         const [claimed] = await deps.db.update(users).set({ mfaLastTimeStep: timeStep })
           .where(and(eq(users.id, user.id), or(isNull(users.mfaLastTimeStep), lt(users.mfaLastTimeStep, timeStep))))
           .returning({ id: users.id });
-        if (!claimed) return recordFailure(user.sessionId, 'code');
+        if (!claimed) return recordFailure(user, 'code');
       } else {
         const [used] = await deps.db.update(mfaBackupCodes).set({ usedAt: new Date(deps.now()) })
           .where(and(eq(mfaBackupCodes.userId, user.id), eq(mfaBackupCodes.codeHash, backupDigest(user.id, input.backupCode)), isNull(mfaBackupCodes.usedAt)))
           .returning({ id: mfaBackupCodes.id });
-        if (!used) return recordFailure(user.sessionId, 'backupCode');
+        if (!used) return recordFailure(user, 'backupCode');
       }
       const { token, tokenHash } = deps.newSessionToken();
       const [rotated] = await deps.db.update(dashboardSessions).set({ mfaSatisfied: true, mfaFailedAttempts: 0, tokenHash })
