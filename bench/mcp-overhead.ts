@@ -19,7 +19,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { connectors, isolatingFetch, openDatabase, schema } from '@portcullis/core';
 import { createTestDatabase } from '@portcullis/core/testing';
-import { freePort, startTs } from '../test/support/processes.ts';
+import { freePort, LOAD_TEST_QUOTAS, startTs } from '../test/support/processes.ts';
 import { sandboxTokenIssuer } from '../test/support/fixtures.ts';
 import { stageBreakdown, stageTotals } from './stage-totals.ts';
 import { cpuByThreadOf, cpuTimesOf } from './rss-sampler.ts';
@@ -120,6 +120,8 @@ async function main() {
   const product = startTs('services/standalone/src/main.ts', {
     PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', MAIL_URL: `file://${dataDir}/outbox`, PORTCULLIS_SECRET: secret,
     ...Object.fromEntries(connectors.map((c) => [`UPSTREAM_${c.key.toUpperCase()}_URL`, `${sandboxUrl}/${c.key}/mcp`])),
+    // One key at thousands of calls a second is the measurement, not an abuse (decision 069).
+    ...LOAD_TEST_QUOTAS,
     ...productEnv(),
   }, 'standalone', process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
   try {

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { connectors, openDatabase, type DatabaseHandle } from '@portcullis/core';
 import { createTestDatabase, type TestDatabase } from '@portcullis/core/testing';
 import { startClickHouseFrontProcess } from '../support/clickhouse-front.ts';
-import { freePort, startTs, type RunningProcess } from '../support/processes.ts';
+import { freePort, LOAD_TEST_QUOTAS, startTs, type RunningProcess } from '../support/processes.ts';
 
 /** A process of the cluster that can be killed and started again on the same address and data. */
 export interface Member {
@@ -135,7 +135,7 @@ export async function startCluster(): Promise<Cluster> {
 
     const shared = {
       NODE_ENV: 'development', PORTCULLIS_SECRET: randomBytes(32).toString('base64url'), LOG_LEVEL: 'warn',
-      NATS_URL: natsUrl, NATS_REPLICAS: '3', DATABASE_URL: testDb.url,
+      NATS_URL: natsUrl, NATS_REPLICAS: '3', DATABASE_URL: testDb.url, ...LOAD_TEST_QUOTAS,
     };
     /** A Portcullis process as a cluster member: the same entry, env and address on every start. */
     const service = (name: string, entry: string, env: Record<string, string>, ready: RegExp): Member => {

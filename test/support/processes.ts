@@ -4,6 +4,16 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
+/**
+ * Settings that lift the tenant quotas (decision 069) for tests and benchmarks that load one
+ * member key from one address far beyond what a real agent sends: they measure or break other
+ * things. The quotas' own tests use the defaults or lower them.
+ */
+export const LOAD_TEST_QUOTAS: Record<string, string> = {
+  MCP_RATE_PER_KEY: '1000000', MCP_RATE_BURST_PER_KEY: '1000000', MCP_RATE_PER_AGENT: '1000000', MCP_RATE_BURST_PER_AGENT: '1000000',
+  MCP_AUTH_FAILURES_PER_IP_PER_MINUTE: '1000000',
+};
+
 /** A free TCP port on loopback (released before it is returned; good enough for tests). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

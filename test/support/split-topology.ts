@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connectors, createNatsBus, openDatabase, type Bus, type DatabaseHandle } from '@portcullis/core';
 import { createTestDatabase, deleteTestStreams, TEST_NATS_URL, uniqueSubjectPrefix, type TestDatabase } from '@portcullis/core/testing';
-import { freePort, startTs, type RunningProcess } from './processes.ts';
+import { freePort, LOAD_TEST_QUOTAS, startTs, type RunningProcess } from './processes.ts';
 
 export interface SplitTopology {
   /** Base URLs of the gateway replicas. */
@@ -54,7 +54,7 @@ export async function startSplitTopology(options: {
   };
   const shared = {
     NODE_ENV: 'development', PORTCULLIS_SECRET: randomBytes(32).toString('base64url'), LOG_LEVEL: 'warn',
-    NATS_URL: TEST_NATS_URL, NATS_SUBJECT_PREFIX: uniqueSubjectPrefix('split'), ...options.env,
+    NATS_URL: TEST_NATS_URL, NATS_SUBJECT_PREFIX: uniqueSubjectPrefix('split'), ...LOAD_TEST_QUOTAS, ...options.env,
   };
   try {
     const [sandboxPort, auditPort] = await Promise.all([freePort(), freePort()]);

@@ -14,6 +14,8 @@ import type { ConnectFlow } from './modules/connections/connect-flow.ts';
 import type { EntityRefresh } from './modules/entities/entity-refresh.ts';
 import type { SessionRegistry } from './modules/sessions/session-registry.ts';
 import { mcpRoutes } from './mcp/mcp-route.ts';
+import { createMcpQuota, type McpQuotaLimits } from './mcp/call-quota.ts';
+import { createWorkGate, type WorkGates } from './plugins/work-gates.ts';
 import { authRoutes } from './api/auth-router.ts';
 import { accountRoutes } from './api/account-router.ts';
 import { abuseRateLimitsOf, authRateLimitsOf, type RateLimitConfig } from './plugins/rate-limits.ts';
@@ -46,7 +48,7 @@ import type { AgentOAuth } from './oauth/agent-oauth.ts';
 import { oauthUrlsOf } from './oauth/oauth-provider.ts';
 
 export interface AppDeps {
-  config: Pick<GatewayConfig, 'NODE_ENV' | 'METRICS_TOKEN' | 'HOST' | 'MCP_ALLOWED_ORIGINS' | 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT' | 'SINK_ALLOWED_HOSTS'> & RateLimitConfig & { publicUrl: string };
+  config: Pick<GatewayConfig, 'NODE_ENV' | 'METRICS_TOKEN' | 'HOST' | 'MCP_ALLOWED_ORIGINS' | 'MCP_BODY_LIMIT_BYTES' | 'API_BODY_LIMIT_BYTES' | 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_MINUTES' | 'TRUST_PROXY' | 'LOG_LEVEL' | 'AUDIT_STREAM_HEARTBEAT_MS' | 'AUDIT_STREAM_MAX_PER_USER' | 'AUDIT_STREAM_QUEUE_LIMIT' | 'SINK_ALLOWED_HOSTS'> & RateLimitConfig & QuotaConfig & { publicUrl: string };
   db: Database;
   bus: Bus;
   resolver: MemberKeyResolver;
@@ -77,6 +79,31 @@ export interface AppDeps {
    * `/api` or `/mcp` — single-process mode serves everything on one port. Absent: a landing page.
    */
   dashboard?: DashboardHandler;
+}
+
+export type QuotaConfig = Pick<GatewayConfig,
+  'MCP_RATE_PER_KEY' | 'MCP_RATE_BURST_PER_KEY' | 'MCP_RATE_PER_AGENT' | 'MCP_RATE_BURST_PER_AGENT' | 'MCP_AUTH_FAILURES_PER_IP_PER_MINUTE' | 'MCP_RATE_PENALTY_MS'
+  | 'AUDIT_READS_AT_ONCE' | 'AUDIT_READS_PER_USER' | 'AUDIT_READS_PER_AGENT' | 'EXPORTS_AT_ONCE' | 'EXPORTS_PER_USER' | 'EXPORTS_PER_AGENT'
+  | 'SIMULATIONS_AT_ONCE' | 'SIMULATIONS_PER_USER' | 'SIMULATIONS_PER_AGENT' | 'WORK_QUEUE_PER_USER' | 'WORK_MAX_WAIT_MS'>;
+
+/** Turns for the API's heavy work, from configuration (decision 069); one set per replica. */
+export function workGatesOf(config: QuotaConfig): WorkGates {
+  const queue = { queuePerUser: config.WORK_QUEUE_PER_USER, maxWaitMs: config.WORK_MAX_WAIT_MS };
+  return {
+    reads: createWorkGate('audit reads', { slots: config.AUDIT_READS_AT_ONCE, perUser: config.AUDIT_READS_PER_USER, perAgent: config.AUDIT_READS_PER_AGENT, ...queue }),
+    exports: createWorkGate('exports', { slots: config.EXPORTS_AT_ONCE, perUser: config.EXPORTS_PER_USER, perAgent: config.EXPORTS_PER_AGENT, ...queue }),
+    simulations: createWorkGate('simulations', { slots: config.SIMULATIONS_AT_ONCE, perUser: config.SIMULATIONS_PER_USER, perAgent: config.SIMULATIONS_PER_AGENT, ...queue }),
+  };
+}
+
+/** `/mcp`'s quotas from configuration (decision 069). */
+export function mcpQuotaLimitsOf(config: QuotaConfig): McpQuotaLimits {
+  return {
+    perKey: { perSecond: config.MCP_RATE_PER_KEY, burst: config.MCP_RATE_BURST_PER_KEY },
+    perAgent: { perSecond: config.MCP_RATE_PER_AGENT, burst: config.MCP_RATE_BURST_PER_AGENT },
+    authFailuresPerIp: { perSecond: config.MCP_AUTH_FAILURES_PER_IP_PER_MINUTE / 60, burst: config.MCP_AUTH_FAILURES_PER_IP_PER_MINUTE },
+    penaltyMs: config.MCP_RATE_PENALTY_MS,
+  };
 }
 
 /** A Node request handler, as SvelteKit's adapter-node exports it. */
@@ -151,6 +178,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       toolCalls: deps.toolCalls,
       sessions: deps.sessions,
       bodyLimit: deps.config.MCP_BODY_LIMIT_BYTES,
+      quota: createMcpQuota(mcpQuotaLimitsOf(deps.config)),
       origins: {
         publicUrl: deps.config.publicUrl,
         allowedOrigins: deps.config.MCP_ALLOWED_ORIGINS,
@@ -174,16 +202,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     api.addHook('preValidation', refuseControlCharacters);
     await authRoutes(api, { auth: deps.auth, secureCookies: deps.config.publicUrl.startsWith('https:'), sessionMaxMs: deps.config.SESSION_MAX_MINUTES * 60_000, rateLimits: authRateLimitsOf(deps.config) });
     await accountRoutes(api, { auth: deps.auth });
-    await auditRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
+    const gates = workGatesOf(deps.config);
+    await auditRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit, gates });
     await auditStreamRoutes(api, {
       db: deps.db, bus: deps.bus, auth: deps.auth, tickMs: deps.config.AUDIT_STREAM_HEARTBEAT_MS,
       maxStreamsPerUser: deps.config.AUDIT_STREAM_MAX_PER_USER, queueLimit: deps.config.AUDIT_STREAM_QUEUE_LIMIT, sessionEnds,
     });
-    await dashboardRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit });
+    await dashboardRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit, gates });
     await sessionsRoutes(api, { db: deps.db, auth: deps.auth, audit: deps.audit, sessions: deps.sessions });
     await setupRoutes(api, { db: deps.db, auth: deps.auth, publicUrl: deps.config.publicUrl });
     await agentsRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, limits: abuseRateLimitsOf(deps.config) });
-    await policiesRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, policy: deps.policy, audit: deps.audit });
+    await policiesRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, policy: deps.policy, audit: deps.audit, gates });
     await membersRoutes(api, { db: deps.db, bus: deps.bus, auth: deps.auth, mailer: deps.mailer, secret: deps.secret, publicUrl: deps.config.publicUrl, limits: abuseRateLimitsOf(deps.config) });
     await connectorsRoutes(api, { db: deps.db, auth: deps.auth, secret: deps.secret });
     await callApprovalsRoutes(api, {

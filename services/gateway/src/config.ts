@@ -142,6 +142,38 @@ const gatewayShape = {
   APPROVAL_MAX_PENDING_PER_MEMBER: z.coerce.number().int().positive().max(10_000).default(20),
   APPROVAL_MAX_PENDING_PER_AGENT: z.coerce.number().int().positive().max(10_000).default(100),
   /**
+   * Tenant quotas (decision 069), in each replica's memory. `/mcp` requests per member key and
+   * per agent: a token bucket refilled at the rate a second, holding the burst at most (a batch
+   * counts each of its requests); over it, HTTP 429 with Retry-After and a JSON-RPC error,
+   * audited as a DENY. Failed authentications (an unknown, revoked or expired key or token) per
+   * client IP a minute, after which that address is refused before any key is looked up. A
+   * refusal is answered after MCP_RATE_PENALTY_MS.
+   */
+  MCP_RATE_PER_KEY: z.coerce.number().positive().default(50),
+  MCP_RATE_BURST_PER_KEY: z.coerce.number().int().positive().default(100),
+  MCP_RATE_PER_AGENT: z.coerce.number().positive().default(200),
+  MCP_RATE_BURST_PER_AGENT: z.coerce.number().int().positive().default(400),
+  MCP_AUTH_FAILURES_PER_IP_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  MCP_RATE_PENALTY_MS: z.coerce.number().int().min(0).max(10_000).default(1_000),
+  /**
+   * Turns for heavy API work (decision 069), per replica: audit reads (pages, histograms, member
+   * lists, dashboard counters and overviews, shadow results), exports (while they stream) and
+   * simulations, each at most _AT_ONCE across users, _PER_USER per user and _PER_AGENT over one
+   * agent; the rest wait in a queue per user (at most WORK_QUEUE_PER_USER, for at most
+   * WORK_MAX_WAIT_MS) and freed turns go to users in turn; beyond, 429 with Retry-After.
+   */
+  AUDIT_READS_AT_ONCE: z.coerce.number().int().positive().default(4),
+  AUDIT_READS_PER_USER: z.coerce.number().int().positive().default(2),
+  AUDIT_READS_PER_AGENT: z.coerce.number().int().positive().default(4),
+  EXPORTS_AT_ONCE: z.coerce.number().int().positive().default(2),
+  EXPORTS_PER_USER: z.coerce.number().int().positive().default(1),
+  EXPORTS_PER_AGENT: z.coerce.number().int().positive().default(1),
+  SIMULATIONS_AT_ONCE: z.coerce.number().int().positive().default(1),
+  SIMULATIONS_PER_USER: z.coerce.number().int().positive().default(1),
+  SIMULATIONS_PER_AGENT: z.coerce.number().int().positive().default(1),
+  WORK_QUEUE_PER_USER: z.coerce.number().int().positive().default(8),
+  WORK_MAX_WAIT_MS: z.coerce.number().int().positive().max(120_000).default(10_000),
+  /**
    * `GET /metrics` answers only `Authorization: Bearer <METRICS_TOKEN>` when set; unset, it is
    * not served in production and is anonymous elsewhere (decision 068).
    */

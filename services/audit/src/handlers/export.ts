@@ -4,6 +4,7 @@ import type { AuditStore } from '../store/audit-store.ts';
 import { CSV_HEADER } from './export-format.ts';
 import { toServiceError, type AuditLogger } from './grpc-errors.ts';
 import { parseExportRequest, type ParsedExportRequest } from './parse-request.ts';
+import { forTenant, tenantOfRequest } from '../store/engine-turns.ts';
 
 /**
  * Most bytes in one `ExportChunk`: an engine block can be megabytes, a message should not be.
@@ -29,7 +30,7 @@ export function exportHandler(deps: { store: Pick<AuditStore, 'exportLines'>; lo
       return fail(call, err, deps.log);
     }
     try {
-      await writeExport(call, request, deps.store);
+      await forTenant(tenantOfRequest(call.request), () => writeExport(call, request, deps.store));
     } catch (err) {
       if (call.cancelled) return;
       return fail(call, err, deps.log);

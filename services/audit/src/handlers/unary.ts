@@ -1,5 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import { toServiceError, type AuditLogger } from './grpc-errors.ts';
+import { forTenant, tenantOfRequest } from '../store/engine-turns.ts';
 
 /**
  * Adapts `run(request)` to a unary gRPC handler. The callback is called exactly once, with
@@ -9,7 +10,8 @@ export function unaryHandler<Req, Res>(rpc: string, log: AuditLogger, run: (requ
   return async (call, callback) => {
     let response: Res;
     try {
-      response = await run(call.request);
+      // The engine's turns are shared fairly between the tenants whose agents requests read.
+      response = await forTenant(tenantOfRequest(call.request), () => run(call.request));
     } catch (err) {
       return callback(toServiceError(err, log, rpc));
     }

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { TrailingErrorGuard } from './stream-tail.ts';
+import { createFairTurns } from './engine-turns.ts';
 
 /** Where the audit store lives: a ClickHouse server, or embedded chDB in a directory. */
 export type ClickHouseTarget =
@@ -118,6 +119,18 @@ async function connectChdb(path: string): Promise<ClickHouseConnection> {
       { cause: err },
     );
   }
+  // One engine turn at a time for reads, shared fairly between tenants (decision 069). chDB
+  // runs parameterised queries one after another anyway (one process-wide chain, first come
+  // first served, so one tenant's burst of queries delayed everyone's), and a stream's start
+  // is a synchronous call that waits on the engine while another query runs (it held this
+  // process's event loop 30-50 ms behind a busy engine). Reads and stream starts take turns
+  // here: a stream starts only when the engine is free, so its start returns at once, and its
+  // chunks are fetched off the event loop. Inserts are asynchronous and go their own way.
+  const turns = createFairTurns();
+  for (const method of ['query', 'exec', 'command'] as const) {
+    const original = chdbConnection[method].bind(chdbConnection) as (...args: unknown[]) => Promise<unknown>;
+    (chdbConnection as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => turns.run(() => original(...args));
+  }
   const client = createClient({ connection: chdbConnection as any });
   const openStreams = new Set<InstanceType<typeof Session>>();
   return {
@@ -128,7 +141,8 @@ async function connectChdb(path: string): Promise<ClickHouseConnection> {
       openStreams.add(session);
       try {
         // One chunk per engine block; the next is fetched only when the consumer asks.
-        for await (const chunk of session.queryStreamBind(query, params, { format })) yield chunk.raw();
+        const stream = await turns.run(async () => session.queryStreamBind(query, params, { format }));
+        for await (const chunk of stream) yield chunk.raw();
       } finally {
         openStreams.delete(session);
         session.close();
@@ -148,3 +162,4 @@ async function connectChdb(path: string): Promise<ClickHouseConnection> {
     },
   };
 }
+

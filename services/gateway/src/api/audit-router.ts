@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { APPROVAL_EVENTS, parseAuditBound, type ApprovalEvent, type AuditEntryMsg, type Decision, type AuditFilterMsg, type Database } from '@portcullis/core';
@@ -7,6 +7,7 @@ import { exportBody } from '../clients/export-body.ts';
 import { auditScopeOf, type AuditScope } from '../modules/audit/audit-scope.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
+import type { WorkGates } from '../plugins/work-gates.ts';
 
 /** `from` / `to`: ISO 8601 as the audit service reads it (`parseAuditBound`, inclusive at the precision written). */
 export const auditBound = z.string().max(40).refine((v) => parseAuditBound(v, 'from') !== undefined, 'must be an ISO 8601 date or date-time');
@@ -200,9 +201,12 @@ function safeJson(text: string): Record<string, unknown> {
  * or approved member of, and deleted agents they owned; policy identities hidden where the
  * scope says so — decisions 014, 022, 023).
  */
-export async function auditRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: AuditClient }) {
+export async function auditRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: AuditClient; gates: Pick<WorkGates, 'reads' | 'exports'> }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.get('/api/audit', { schema: { tags: ['audit'], querystring: auditQuerySchema, response: { 200: auditPageSchema } }, onRequest: requireUser(options.auth) }, async (request) => {
+  // Turns per user and agent (decision 069): the filter's agent, when it names one.
+  const ownerOf = (request: FastifyRequest) => ({ userId: request.user!.id, agentId: (request.query as { agentId?: string }).agentId });
+  const read = options.gates.reads.hook(ownerOf);
+  app.get('/api/audit', { schema: { tags: ['audit'], querystring: auditQuerySchema, response: { 200: auditPageSchema } }, onRequest: requireUser(options.auth), preHandler: read }, async (request) => {
     const q = request.query;
     const scope = await auditScopeOf(options.db, request.user!.id);
     const { entries, total } = await options.audit.query({
@@ -219,6 +223,7 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Datab
   app.get('/api/audit/export', {
     schema: { tags: ['audit'], querystring: auditExportQuerySchema, description: 'CSV (default) or NDJSON export of the visible audit entries matching the filters.' },
     onRequest: requireUser(options.auth),
+    preHandler: options.gates.exports.hook(ownerOf),
   }, async (request, reply) => {
     const q = request.query;
     const scope = await auditScopeOf(options.db, request.user!.id);
@@ -250,6 +255,7 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Datab
       description: 'Entries and denies per time bucket for GET /api/audit\'s filters; the buckets add up to its total. Without from/to the range is the matches\' own (to: now at the latest).',
     },
     onRequest: requireUser(options.auth),
+    preHandler: read,
   }, async (request) => {
     const scope = await auditScopeOf(options.db, request.user!.id);
     return toApiHistogram(await options.audit.histogram({ filter: auditFilterOf(scope, request.query), redactPolicyAgentIds: scope.redactPolicyAgentIds }));
@@ -258,6 +264,7 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Datab
   app.get('/api/audit/members', {
     schema: { tags: ['audit'], querystring: z.strictObject({}), response: { 200: auditMembersSchema }, description: 'Member identities appearing in the caller\'s audit data, for filter dropdowns.' },
     onRequest: requireUser(options.auth),
+    preHandler: read,
   }, async (request) => {
     const { agentIds } = await auditScopeOf(options.db, request.user!.id);
     const { members } = await options.audit.members({ agentIds });

@@ -6,6 +6,7 @@ import { ApiError, schema, type Database } from '@portcullis/core';
 import type { AuditClient } from '../clients/audit-client.ts';
 import type { AuthService } from '../modules/auth/auth-service.ts';
 import { requireUser } from '../plugins/session-auth.ts';
+import type { WorkGates } from '../plugins/work-gates.ts';
 import { auditScopeOf, type AuditScope } from '../modules/audit/audit-scope.ts';
 import { pendingApprovalsOf } from '../modules/members/pending-approvals.ts';
 import { auditBound, histogramSchema, toApiHistogram, withOrderedRange } from './audit-router.ts';
@@ -95,12 +96,15 @@ async function ownedPolicyCount(db: Database, userId: string): Promise<number> {
  * - GET /api/dashboard/overview and GET /api/dashboard/pending-approvals: the home overview and
  *   the pending badge (decision 037).
  */
-export async function dashboardRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: Pick<AuditClient, 'stats' | 'memberStats' | 'overview'> }) {
+export async function dashboardRoutes(fastify: FastifyInstance, options: { db: Database; auth: AuthService; audit: Pick<AuditClient, 'stats' | 'memberStats' | 'overview'>; gates: Pick<WorkGates, 'reads'> }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
+  // Turns per user and agent (decision 069).
+  const preHandler = options.gates.reads.hook((request) => ({ userId: request.user!.id, agentId: (request.query as { agentId?: string }).agentId }));
 
   app.get('/api/dashboard/stats', {
     schema: { tags: ['dashboard'], querystring: dashboardStatsQuerySchema, response: { 200: statsSchema }, description: 'Aggregate counters over the caller\'s visible agents.' },
     onRequest: requireUser(options.auth),
+    preHandler,
   }, async (request) => {
     const userId = request.user!.id;
     const scope = await auditScopeOf(options.db, userId);
@@ -115,6 +119,7 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
   app.get('/api/dashboard/member-stats', {
     schema: { tags: ['dashboard'], querystring: memberStatsQuerySchema, response: { 200: memberStatsSchema }, description: 'Per-member activity over the caller\'s visible agents.' },
     onRequest: requireUser(options.auth),
+    preHandler,
   }, async (request) => {
     const q = request.query;
     const { agentIds } = narrowed(await auditScopeOf(options.db, request.user!.id), q.agentId);
@@ -137,6 +142,7 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
       description: 'Entries and denies over time, top denied tools and policies, deny rates per member, agents with upstream errors, pending approvals.',
     },
     onRequest: requireUser(options.auth),
+    preHandler,
   }, async (request) => {
     const q = request.query;
     const userId = request.user!.id;

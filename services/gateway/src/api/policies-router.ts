@@ -8,6 +8,7 @@ import type { AuthService } from '../modules/auth/auth-service.ts';
 import { createPolicyService } from '../modules/policies/policy-service.ts';
 import { policyBodySchema, policyEffectSchema, policyModeSchema, policyPrincipalSchema, policyTierSchema } from '../modules/policies/policy-types.ts';
 import { requireUser } from '../plugins/session-auth.ts';
+import type { WorkGates } from '../plugins/work-gates.ts';
 
 const uuid = z.string().uuid('must be a UUID');
 const agentParams = z.strictObject({ id: uuid });
@@ -140,6 +141,7 @@ export async function policiesRoutes(fastify: FastifyInstance, options: {
   auth: AuthService;
   policy: Pick<PolicyClient, 'preview' | 'simulate'>;
   audit: Pick<AuditClient, 'policyTriggers' | 'shadowResults'>;
+  gates: Pick<WorkGates, 'reads' | 'simulations'>;
 }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const policies = createPolicyService(options);
@@ -165,6 +167,8 @@ export async function policiesRoutes(fastify: FastifyInstance, options: {
   app.post('/api/agents/:id/policies/simulate', {
     schema: { tags, summary: 'Replay recent audit traffic against a draft (owner)', params: agentParams, body: simulateBody, response: { 200: simulateSchema } },
     onRequest,
+    // Turns per user and agent (decision 069): a replay is the heaviest thing an owner can ask for.
+    preHandler: options.gates.simulations.hook((request) => ({ userId: request.user!.id, agentId: (request.params as { id: string }).id })),
   }, async (request) => policies.simulate(request.params.id, request.user!, request.body));
 
   app.put('/api/agents/:id/policies/:policyId', {
@@ -196,6 +200,7 @@ export async function policiesRoutes(fastify: FastifyInstance, options: {
       params: policyParams, querystring: shadowQuerySchema, response: { 200: shadowResultsSchema },
     },
     onRequest,
+    preHandler: options.gates.reads.hook((request) => ({ userId: request.user!.id, agentId: (request.params as { id: string }).id })),
   }, async (request) => policies.shadowResults(request.params.id, request.params.policyId, request.user!, request.query.samples));
 
   app.post('/api/policies/:policyId/toggle', {

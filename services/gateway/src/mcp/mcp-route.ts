@@ -16,6 +16,8 @@ import { createModernMcp, eraHeadersOf } from './mcp-modern.ts';
 import { startStage, timed } from './stage-timing.ts';
 import type { ToolCallService } from './tool-call-service.ts';
 import { createOriginCheck, type McpOriginPolicy } from './origin-guard.ts';
+import type { McpQuota, QuotaRefusal } from './call-quota.ts';
+import { clientIpKey } from '../plugins/rate-limits.ts';
 
 /** JSON-RPC error codes used for protocol faults on `/mcp`. */
 export const JSONRPC_PARSE_ERROR = -32700;
@@ -26,6 +28,8 @@ export const JSONRPC_SERVER_ERROR = -32000;
 export const JSONRPC_UNAUTHORIZED = -32001;
 export const JSONRPC_FORBIDDEN = -32003;
 export const JSONRPC_SESSION_NOT_FOUND = -32004;
+/** Implementation-defined: a quota of decision 069 refused the request (HTTP 429, `data.retryAfterSeconds`). */
+export const JSONRPC_RATE_LIMITED = -32029;
 
 declare module 'fastify' {
   interface FastifyRequest { mcpContext?: MemberContext }
@@ -69,8 +73,21 @@ export async function mcpRoutes(app: FastifyInstance, options: {
   sessions: SessionRegistry;
   bodyLimit: number;
   origins: McpOriginPolicy;
+  /** Calls per member key and agent, failed authentications per client IP (decision 069). */
+  quota: McpQuota;
 }) {
   const originRefusal = createOriginCheck(options.origins);
+  const { quota } = options;
+
+  /**
+   * A quota's 429, held for the penalty first: a client that retries at once, ignoring
+   * Retry-After, then cannot turn refusals into a load of their own.
+   */
+  const refuse = async (reply: FastifyReply, refusal: QuotaRefusal, id: unknown = null) => {
+    await new Promise((resolve) => setTimeout(resolve, quota.limits.penaltyMs));
+    reply.header('retry-after', String(refusal.retryAfterSeconds));
+    return rpcError(reply, 429, JSONRPC_RATE_LIMITED, refusal.reason, id, { retryAfterSeconds: refusal.retryAfterSeconds });
+  };
 
   const dispatcher = createMcpDispatcher({ toolCalls: options.toolCalls, onError: (err) => app.log.error({ err }, 'MCP request failed') });
   const modern = createModernMcp({ dispatcher, sessions: options.sessions });
@@ -85,8 +102,13 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     const refusal = originRefusal(request.headers);
     if (refusal) return rpcError(reply, 403, JSONRPC_FORBIDDEN, refusal);
     const key = bearerOf(request);
+    // An address that keeps presenting bad keys or tokens is refused before any is looked up.
+    const ip = key ? clientIpKey(request) : '';
+    const blocked = key ? quota.authBlocked(ip) : undefined;
+    if (blocked) return refuse(reply, blocked);
     const context = key ? await timed('key', () => (key.startsWith('pcm_') ? options.resolver : options.agentTokens).resolve(key)) : undefined;
     if (!context) {
+      if (key) quota.authFailed(ip);
       // RFC 6750 §3.1: a request without credentials gets the challenge without an error code.
       const error = key ? 'error="invalid_token", ' : '';
       reply.header('WWW-Authenticate', `Bearer realm="portcullis", ${error}resource_metadata="${options.resourceMetadataUrl}"`);
@@ -94,6 +116,16 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     }
     request.mcpContext = context;
   });
+
+  /** Audits a request refused before it is served (as its first message), answering that message's id. */
+  const auditRefusal = (request: FastifyRequest, body: unknown, reason: string): unknown => {
+    const first = firstRequest(body);
+    options.toolCalls.auditRefusedRequest(request.mcpContext!, {
+      method: first.method || `HTTP ${request.method}`, name: first.name, args: extractArgs(body),
+      sessionId: headerOf(request, 'mcp-session-id'), callerIp: request.ip,
+    }, reason);
+    return first.id;
+  };
 
   const handle = async (request: FastifyRequest, reply: FastifyReply) => {
     const context = request.mcpContext!;
@@ -109,13 +141,12 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     }
 
     if (context.agentStatus === 'disabled') {
-      const first = firstRequest(body);
-      options.toolCalls.auditRefusedRequest(context, {
-        method: first.method || `HTTP ${request.method}`, name: first.name, args: extractArgs(body),
-        sessionId: headerOf(request, 'mcp-session-id'), callerIp: request.ip,
-      }, 'Agent is disabled');
-      return rpcError(reply, 403, JSONRPC_FORBIDDEN, 'This agent is disabled', first.id);
+      return rpcError(reply, 403, JSONRPC_FORBIDDEN, 'This agent is disabled', auditRefusal(request, body, 'Agent is disabled'));
     }
+
+    // Each JSON-RPC request of a batch counts; a GET, a DELETE or a batch of notifications counts once.
+    const overQuota = quota.takeCalls(context.keyId, context.agentId, Math.max(1, requestCountOf(body)));
+    if (overQuota) return refuse(reply, overQuota, auditRefusal(request, body, overQuota.reason));
 
     const sessionId = headerOf(request, 'mcp-session-id');
     if (request.method === 'GET') {
@@ -187,6 +218,11 @@ export async function mcpRoutes(app: FastifyInstance, options: {
 function clientOf(init: InitializeRequest): { clientName: string; clientVersion: string; protocolVersion: string } {
   const { clientInfo, protocolVersion } = init.params;
   return { clientName: storedClientText(clientInfo?.name), clientVersion: storedClientText(clientInfo?.version), protocolVersion: storedClientText(protocolVersion) };
+}
+
+/** JSON-RPC requests (a method and an id) in a message or batch. */
+function requestCountOf(body: unknown): number {
+  return (Array.isArray(body) ? body : [body]).filter((m) => m !== null && typeof m === 'object' && 'method' in m && 'id' in m).length;
 }
 
 function extractArgs(body: unknown): Record<string, unknown> {

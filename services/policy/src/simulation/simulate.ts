@@ -17,11 +17,13 @@ export const DEFAULT_WINDOW_MS = 7 * 86_400_000;
 /** Changed entries reported in `samples`, newest first. */
 export const MAX_SAMPLES = 20;
 /**
- * Longest the replay judges entries before yielding to the event loop, so Authorize calls are
- * not held up behind a simulation. By time, not by count: an entry costs microseconds, or
- * tens of milliseconds when the agent's argument patterns are heavy (decision 020).
+ * Longest the replay judges entries before yielding to the event loop, so Authorize calls and
+ * (in single-process mode) every other tenant's requests are not held up behind a simulation.
+ * By time, not by count: an entry costs microseconds, or tens of milliseconds when the agent's
+ * argument patterns are heavy (decision 020). 2 ms, not 10: a request that arrives during a
+ * replay waits one slice at each step of its way (decision 069).
  */
-const SLICE_MS = 10;
+const SLICE_MS = 2;
 
 /** `SimulateRequest` as proto-loader delivers it. */
 export interface SimulateInput {
