@@ -40,7 +40,7 @@ async function enrol(h: ApiHarness, email: string) {
   const enrolmentCode = await totp(secret);
   const enrolled = await h.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie, payload: { code: enrolmentCode } });
   expect(enrolled.statusCode).toBe(200);
-  return { cookie, secret, otpauthUrl, enrolmentCode, backupCodes: (enrolled.json() as { backupCodes: string[] }).backupCodes };
+  return { cookie: cookieSet(enrolled)!, secret, otpauthUrl, enrolmentCode, backupCodes: (enrolled.json() as { backupCodes: string[] }).backupCodes };
 }
 
 describe('TOTP MFA', () => {
@@ -69,6 +69,10 @@ describe('TOTP MFA', () => {
 
     const enrolled = await h.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie, payload: { code: await totp(secret) } });
     expect(enrolled.statusCode).toBe(200);
+    // Enrolment satisfies MFA too: the session gets a new token, the old one stops working.
+    const satisfied = cookieSet(enrolled)!;
+    expect(satisfied).not.toBe(cookie);
+    expect(await status(h, cookie)).toMatchObject({ authenticated: false });
     const { backupCodes } = enrolled.json() as { backupCodes: string[] };
     expect(backupCodes).toHaveLength(10);
     expect(new Set(backupCodes).size).toBe(10);
@@ -83,8 +87,8 @@ describe('TOTP MFA', () => {
       expect(stored.some((s) => s.codeHash.includes(code) || s.codeHash.includes(code.replace('-', '')))).toBe(false);
     }
 
-    expect(await status(h, cookie)).toMatchObject({ mfa: { enabled: true, satisfied: true, required: false } });
-    expect((await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie })).statusCode).toBe(200);
+    expect(await status(h, satisfied)).toMatchObject({ mfa: { enabled: true, satisfied: true, required: false } });
+    expect((await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie: satisfied })).statusCode).toBe(200);
   });
 
   it('challenges the next sign-in: only MFA routes, status and logout answer until a fresh code is given', async () => {
@@ -304,11 +308,15 @@ describe('MFA_REQUIRED=all', () => {
     expect((await h.request({ method: 'POST', url: '/api/auth/mfa/verify', cookie, payload: { code: '123456' } })).statusCode).toBe(409);
 
     const { secret } = (await h.request({ method: 'POST', url: '/api/auth/mfa/setup', cookie })).json() as { secret: string };
-    expect((await h.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie, payload: { code: await totp(secret) } })).statusCode).toBe(200);
-    expect(await status(h, cookie)).toMatchObject({ mfa: { enabled: true, satisfied: true, required: true } });
-    expect((await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie })).statusCode).toBe(200);
+    const enrolled = await h.request({ method: 'POST', url: '/api/auth/mfa/verify-setup', cookie, payload: { code: await totp(secret) } });
+    expect(enrolled.statusCode).toBe(200);
+    // The token that was held back by the enrolment gate is not the one that passes it.
+    const satisfied = cookieSet(enrolled)!;
+    expect(await status(h, cookie)).toMatchObject({ authenticated: false });
+    expect(await status(h, satisfied)).toMatchObject({ mfa: { enabled: true, satisfied: true, required: true } });
+    expect((await h.request({ method: 'GET', url: '/api/users/me/sessions', cookie: satisfied })).statusCode).toBe(200);
     // The audit route is past the MFA gate now (its backing service is not running in this harness).
-    expect((await h.request({ method: 'GET', url: '/api/audit', cookie })).statusCode).not.toBe(403);
+    expect((await h.request({ method: 'GET', url: '/api/audit', cookie: satisfied })).statusCode).not.toBe(403);
   });
 });
 

@@ -103,12 +103,17 @@ export async function authRoutes(fastify: FastifyInstance, options: { auth: Auth
 
   app.post('/api/auth/mfa/verify-setup', {
     schema: { tags: ['auth'], body: mfaVerifySetupBody, response: { 200: z.object({ backupCodes: z.array(z.string()) }) } }, onRequest: mfaPerIp, preHandler: sessionEvenIfMfaPending,
-  }, async (request) => auth.mfa.verifySetup(request.user!, request.body.code));
+  }, async (request, reply) => {
+    // Enrolment satisfies MFA: the session gets a new token, as after the challenge.
+    const { backupCodes, sessionToken } = await auth.mfa.verifySetup(request.user!, request.body.code);
+    setSessionCookie(reply, sessionToken);
+    return { backupCodes };
+  });
 
   app.post('/api/auth/mfa/verify', {
     schema: { tags: ['auth'], body: mfaVerifyBody, response: { 200: okAnswer } }, onRequest: mfaPerIp, preHandler: sessionEvenIfMfaPending,
   }, async (request, reply) => {
-    // The session gets a new token (ASVS V3.2.1): the first factor's cookie stops working.
+    // The session gets a new token (ASVS V3.2.1): the first factor's cookie stops working (decision 068).
     const { sessionToken } = await auth.mfa.verify(request.user!, request.body);
     setSessionCookie(reply, sessionToken);
     return { ok: true };

@@ -81,10 +81,11 @@ export function createMfaService(deps: {
 
     /**
      * Confirms the pending secret with a code from the app: MFA is on, the previous backup
-     * codes (if any) are replaced by new ones, and this session counts as MFA-satisfied.
-     * Returns the backup codes in clear — the only time they are shown.
+     * codes (if any) are replaced by new ones, and this session counts as MFA-satisfied under
+     * a new token (as after `verify`). Returns the backup codes in clear — the only time they
+     * are shown — and the session's new token, for the cookie.
      */
-    async verifySetup(user: SessionUser, code: string): Promise<{ backupCodes: string[] }> {
+    async verifySetup(user: SessionUser, code: string): Promise<{ backupCodes: string[]; sessionToken: string }> {
       refuseUnverifiedReenrolment(user);
       const [row] = await deps.db.select({ pending: users.mfaPendingSecretSealed }).from(users).where(eq(users.id, user.id));
       const pending = row?.pending;
@@ -93,6 +94,7 @@ export function createMfaService(deps: {
       // 400, not 401: the session is fine, the code is not (see `recordFailure`).
       if (timeStep === undefined) throw new ApiError('invalid_request', 'The code does not match the new authenticator; MFA stays off.', { field: 'code', reason: 'mfa_code_invalid' });
       const backupCodes = Array.from({ length: BACKUP_CODE_COUNT }, newBackupCode);
+      const { token, tokenHash } = deps.newSessionToken();
       await deps.db.transaction(async (tx) => {
         const [enabled] = await tx.update(users).set({
           mfaEnabled: true,
@@ -104,9 +106,9 @@ export function createMfaService(deps: {
         if (!enabled) throw new ApiError('conflict', 'A newer MFA setup was started meanwhile; confirm that one.');
         await tx.delete(mfaBackupCodes).where(eq(mfaBackupCodes.userId, user.id));
         await tx.insert(mfaBackupCodes).values(backupCodes.map((c) => ({ userId: user.id, codeHash: backupDigest(user.id, c) })));
-        await tx.update(dashboardSessions).set({ mfaSatisfied: true, mfaFailedAttempts: 0 }).where(eq(dashboardSessions.id, user.sessionId));
+        await tx.update(dashboardSessions).set({ mfaSatisfied: true, mfaFailedAttempts: 0, tokenHash }).where(eq(dashboardSessions.id, user.sessionId));
       });
-      return { backupCodes };
+      return { backupCodes, sessionToken: token };
     },
 
     /**
