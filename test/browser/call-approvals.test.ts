@@ -13,7 +13,9 @@ import { connectMcp } from '../support/mcp-client.ts';
  * and appears on the open Approvals page without a reload (the live stream); Approve lets the
  * agent's retry through; a Deny needs a reason, and the agent's retry reads it. With the stream
  * refused the page polls; a request decided elsewhere answers Approve with a 409 the page words
- * for people. At 1280×800, 390×844 and in dark mode, with axe.
+ * for people. At 1280×800, 390×844 and in dark mode, with axe. Issue 29 (decision 067): arguments
+ * carrying a token show in full with only the token masked; Reveal shows it and is recorded in
+ * the request's history.
  */
 type OpenedPage = Awaited<ReturnType<typeof openPage>>;
 type CallResult = { isError?: boolean; content: Array<{ type: string; text: string }>; _meta?: Record<string, unknown> };
@@ -21,6 +23,8 @@ type ApprovalMeta = { id: string; status: string; expiresAt: string; url: string
 
 const TOOL = 'github__search_repositories';
 const ARGS = { query: 'org:acme' };
+/** A GitHub token of the right shape (fake), inside an argument of prose. */
+const GHP = `ghp_${'Zq7Lm2Xv9Rt4'.repeat(3)}`;
 const textOf = (result: CallResult) => result.content.map((c) => c.text).join('\n');
 const approvalOf = (result: CallResult) => result._meta?.['portcullis/approval'] as ApprovalMeta | undefined;
 
@@ -142,6 +146,36 @@ describe('call approvals in a real browser (issue 20 part 1)', () => {
     expect(textOf(denied)).toContain('Searches are paused during the audit');
     expect(approvalOf(denied)).toMatchObject({ id: second.id, status: 'denied' });
 
+    // Arguments with a token in them: shown in full, only the token masked; Reveal is recorded.
+    const secret = approvalOf(await search({ query: `org:acme leak ${GHP}` }))!;
+    const secretRequest = page.locator(`li[data-approval-id="${secret.id}"]`);
+    await secretRequest.waitFor({ timeout: 6_000 });
+    expect(await secretRequest.locator('summary').textContent()).toContain('query: "org:acme leak ghp_••••"');
+    await secretRequest.locator('summary').click();
+    const mark = secretRequest.locator('mark.secret');
+    expect(await mark.count()).toBe(1);
+    expect(await mark.textContent()).toBe('ghp_••••');
+    expect(await secretRequest.getByLabel(`Arguments of ${TOOL}`).textContent()).toContain('"query": "org:acme leak ghp_••••"');
+    expect(await page.content()).not.toContain(GHP);
+    expect(await secretRequest.textContent()).toContain('One value looks like a secret and is masked');
+    expect(await axeViolations(page)).toEqual([]);
+    await screenshot('call-approvals-masked-desktop');
+    await secretRequest.getByRole('button', { name: `Reveal the masked values of ${TOOL} for ${DEMO_OWNER_EMAIL} (recorded)` }).click();
+    await expect.poll(() => mark.textContent()).toBe(GHP);
+    expect(await mark.getAttribute('class')).toContain('revealed');
+    expect(await secretRequest.getByRole('status').textContent()).toContain('your reveal was recorded');
+    await expect.poll(() => secretRequest.getByTestId('reveals').textContent()).toContain(`Revealed by ${DEMO_OWNER_EMAIL}`);
+    expect(await axeViolations(page)).toEqual([]);
+    await screenshot('call-approvals-revealed-desktop');
+    await secretRequest.getByRole('button', { name: 'Mask again' }).click();
+    expect(await mark.textContent()).toBe('ghp_••••');
+    // Denied: its history row keeps the reveal (who, when); the exact arguments are gone.
+    expect((await apiFromPage(page, 'POST', `/api/agents/${agentId}/call-approvals/${secret.id}/deny`, { reason: 'No tokens in searches' })).status).toBe(200);
+    const secretRow = page.locator(`tr[data-approval-id="${secret.id}"]`);
+    await expect.poll(() => secretRow.getAttribute('data-status')).toBe('denied');
+    expect(await secretRow.getByTestId('reveals').textContent()).toContain(`Revealed by ${DEMO_OWNER_EMAIL}`);
+    expect((await apiFromPage(page, 'POST', `/api/agents/${agentId}/call-approvals/${secret.id}/reveal`, {})).status).toBe(409);
+
     await settled(page);
     expect((await horizontalOverflow(page)).by).toBe(0);
     expect(await axeViolations(page)).toEqual([]);
@@ -151,7 +185,7 @@ describe('call approvals in a real browser (issue 20 part 1)', () => {
 
   it('on a phone and in dark mode: the link an agent is given scrolls to its request; with the stream refused the page polls, and a request decided elsewhere gets a 409 in words', async () => {
     // A new request: other arguments (the denied one keeps answering its reason to the same call until it expires).
-    const pending = approvalOf(await search({ query: 'deployment' }))!;
+    const pending = approvalOf(await search({ query: `deployment ${GHP}` }))!;
     expect(pending.status).toBe('pending');
 
     const phone = await openPage(browser, product.baseUrl, { viewport: VIEWPORTS.phone, colorScheme: 'dark' });
@@ -176,6 +210,9 @@ describe('call approvals in a real browser (issue 20 part 1)', () => {
       const request = page.locator(`li[data-approval-id="${pending.id}"]`);
       await request.waitFor();
       expect(await request.getAttribute('aria-current')).toBe('true');
+      // On a phone too: the token masked, the Reveal button beside it, nothing wider than the screen.
+      expect(await request.locator('summary').textContent()).toContain('deployment ghp_••••');
+      await request.getByRole('button', { name: /^Reveal the masked values/ }).waitFor();
       await expect.poll(() => page.evaluate((id) => (globalThis as unknown as InPage & { document: { activeElement: { id?: string } | null } }).document.activeElement?.id === `approval-${id}`, pending.id)).toBe(true);
       await expect.poll(() => page.getByTestId('feed-status').textContent()).toContain('Refreshing every 10 s');
       await settled(page);

@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CallApproval } from '../../web/src/lib/api/call-approvals.ts';
 import { ApprovalFeed, type EventSourceLike } from '../../web/src/lib/components/approvals/approval-feed.ts';
 import {
-  alreadyDecidedText, compactArgs, countdownWords, formatCountdown, mergeAll, mergeApproval, splitByState, statusAt, toolName,
+  alreadyDecidedText, argTokens, compactArgs, countdownWords, formatCountdown, mergeAll, mergeApproval, splitByState, statusAt, toolName,
+  prettyArgs,
 } from '../../web/src/lib/components/approvals/approvals.ts';
 
 /** Issue 20 part 1: the approvals page's logic — countdowns, live events merged into the list, the feed's fallbacks. */
@@ -243,5 +244,28 @@ describe('the live feed', () => {
     polling.close();
     vi.advanceTimersByTime(30_000);
     expect(reads).toBe(4);
+  });
+});
+
+describe('the arguments with their secret spans marked (decision 067)', () => {
+  const masked = { owner: 'acme', body: 'Delete every project and post the customer list publicly. ghp_••••', n: [1, { pin: '••••' }] };
+  const spans = [
+    { path: ['body'], start: 58, end: 66, kind: 'github-token' },
+    { path: ['n', 1, 'pin'], start: 0, end: 4, kind: 'secret-name' },
+  ];
+
+  it('reads exactly as the indented JSON, with each span a token of its own', () => {
+    const tokens = argTokens(masked, spans);
+    expect(tokens.map((t) => t.text).join('')).toBe(prettyArgs(masked));
+    expect(tokens.filter((t) => t.secret)).toEqual([{ text: 'ghp_••••', secret: 'github-token' }, { text: '••••', secret: 'secret-name' }]);
+    expect(tokens.find((t) => !t.secret && t.text.includes('Delete every project and post the customer list publicly. '))).toBeDefined();
+  });
+
+  it('escapes each piece of a string as JSON would, and marks a revealed non-string value', () => {
+    const exact = { body: 'line one\n"quoted" ghp_X', pin: 1234 };
+    const tokens = argTokens(exact, [{ path: ['body'], start: 18, end: 23, kind: 'github-token' }, { path: ['pin'], start: 0, end: 4, kind: 'secret-name' }]);
+    expect(tokens.map((t) => t.text).join('')).toBe(prettyArgs(exact));
+    expect(tokens.filter((t) => t.secret).map((t) => t.text)).toEqual(['ghp_X', '1234']);
+    expect(argTokens({}, [])).toEqual([{ text: '{}' }]);
   });
 });

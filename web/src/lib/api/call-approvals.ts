@@ -1,6 +1,7 @@
 /**
  * Calls for call approvals (issue 20 part 1, decision 063): an agent's requests, approving and
- * denying one, its live events, and the pending ones across every agent the caller owns.
+ * denying one, revealing its masked arguments (recorded, decision 067), its live events, and the
+ * pending ones across every agent the caller owns.
  * Owner only, as the policy routes. Every call throws `ApiError` on a non-2xx answer.
  */
 import { call, http, type Answer, type Body, type Query } from './client.ts';
@@ -11,6 +12,8 @@ export type CallApprovalStatus = CallApproval['status'];
 export type CallApprovalPage = Answer<'/api/agents/{id}/call-approvals'>;
 export type CallApprovalQuery = Query<'/api/agents/{id}/call-approvals'>;
 export type ApproveBody = Body<'/api/agents/{id}/call-approvals/{approvalId}/approve', 'post'>;
+/** The exact arguments, unmasked, with the spans at their places, and the reveal as recorded. */
+export type RevealedArgs = Answer<'/api/agents/{id}/call-approvals/{approvalId}/reveal', 'post'>;
 
 const approval = (id: string, approvalId: string) => ({ params: { path: { id, approvalId } } });
 
@@ -25,6 +28,12 @@ export const callApprovalsApi = {
   /** `reason` (1–500 characters) is what the agent reads when it retries. 409 as approve. */
   deny: (agentId: string, approvalId: string, reason: string) =>
     call(http.POST('/api/agents/{id}/call-approvals/{approvalId}/deny', { ...approval(agentId, approvalId), body: { reason } })),
+  /**
+   * The exact arguments with the masked spans shown; recorded (who, when) and listed on the
+   * request for every owner. 409 once the request is executed, denied or expired (they are destroyed).
+   */
+  reveal: (agentId: string, approvalId: string) =>
+    call(http.POST('/api/agents/{id}/call-approvals/{approvalId}/reveal', { ...approval(agentId, approvalId), body: {} })),
   /** The pending requests across every agent the caller owns, the one expiring first on top (home card and header badge). */
   pendingAcrossAgents: () => call(http.GET('/api/dashboard/call-approvals', { params: { query: { limit: 200 } } })),
 };

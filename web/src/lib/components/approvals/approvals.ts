@@ -1,8 +1,9 @@
 /**
  * The approvals page's logic, as pure functions (issue 20 part 1, decision 063): what a
  * request's state is at a given instant, how a live event merges into the list the page holds,
- * the countdown to expiry, a compact line of the arguments, and the words for a request that
- * someone else decided first. Only the shape of a call approval is imported (types, no runtime).
+ * the countdown to expiry, a compact line of the arguments, the arguments with their secret
+ * spans marked (decision 067), and the words for a request that someone else decided first.
+ * Only the shape of a call approval is imported (types, no runtime).
  */
 import type { CallApproval, CallApprovalStatus } from '../../api/call-approvals.ts';
 
@@ -100,6 +101,69 @@ export function compactArgs(args: unknown, max = 120): string {
 /** The full arguments for the expanded view: indented JSON. */
 export function prettyArgs(args: unknown): string {
   return JSON.stringify(args ?? {}, null, 2);
+}
+
+/** A secret-looking span of one value of the arguments, as the API lists it (decision 067). */
+export type ArgSpan = CallApproval['secretSpans'][number];
+
+/** A piece of the arguments' text: plain, or a secret span (`secret` = the rule that found it). */
+export interface ArgToken { text: string; secret?: string }
+
+/**
+ * The arguments as indented JSON (as `prettyArgs` writes them), cut into tokens so that each
+ * secret span is a token of its own: the page marks it (masked: `ghp_••••`; revealed: the
+ * value, highlighted). Offsets of a span are in the string value, so each string is escaped
+ * piece by piece; a span on a non-string value (a secret-named key's number) covers its JSON.
+ */
+export function argTokens(args: unknown, spans: readonly ArgSpan[]): ArgToken[] {
+  const byPath = new Map<string, ArgSpan[]>();
+  for (const span of spans) {
+    const key = JSON.stringify(span.path);
+    byPath.set(key, [...(byPath.get(key) ?? []), span]);
+  }
+  const tokens: ArgToken[] = [];
+  const push = (text: string, secret?: string) => {
+    if (!text) return;
+    const last = tokens[tokens.length - 1];
+    if (!secret && last && !last.secret) last.text += text;
+    else tokens.push(secret ? { text, secret } : { text });
+  };
+  const escaped = (text: string) => JSON.stringify(text).slice(1, -1);
+
+  const walk = (value: unknown, path: Array<string | number>, indent: string) => {
+    const here = byPath.get(JSON.stringify(path)) ?? [];
+    if (typeof value === 'string') {
+      let from = 0;
+      push('"');
+      for (const span of [...here].sort((a, b) => a.start - b.start)) {
+        if (span.start < from || span.end > value.length) continue;
+        push(escaped(value.slice(from, span.start)));
+        push(escaped(value.slice(span.start, span.end)), span.kind);
+        from = span.end;
+      }
+      push(`${escaped(value.slice(from))}"`);
+      return;
+    }
+    const inner = `${indent}  `;
+    if (Array.isArray(value)) {
+      if (value.length === 0) { push('[]'); return; }
+      push('[\n');
+      value.forEach((item, i) => { push(inner); walk(item, [...path, i], inner); push(i < value.length - 1 ? ',\n' : '\n'); });
+      push(`${indent}]`);
+      return;
+    }
+    if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value as Record<string, unknown>);
+      if (entries.length === 0) { push('{}'); return; }
+      push('{\n');
+      entries.forEach(([key, item], i) => { push(`${inner}${JSON.stringify(key)}: `); walk(item, [...path, key], inner); push(i < entries.length - 1 ? ',\n' : '\n'); });
+      push(`${indent}}`);
+      return;
+    }
+    push(JSON.stringify(value) ?? 'null', here[0]?.kind);
+  };
+  walk(args ?? {}, [], '');
+  return tokens;
 }
 
 /** `service__tool`, as the agent names the tool in its call. */
