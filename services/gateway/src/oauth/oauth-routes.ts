@@ -93,7 +93,7 @@ function reportingUnexpected<T extends object>(target: T, log: (err: unknown, op
   return new Proxy(target, {
     get(object, property, receiver) {
       const value: unknown = Reflect.get(object, property, receiver);
-      if (property === 'clientsStore' && typeof value === 'object' && value !== null) return reportingUnexpected(value, log);
+      if (property === 'clientsStore' && value !== null && (typeof value === 'object' || typeof value === 'function')) return reportingUnexpected(value, log);
       if (typeof value !== 'function') return value;
       const report = (err: unknown) => {
         if (!(err instanceof OAuthError)) log(err, String(property));

@@ -58,7 +58,7 @@ export const setCredentials = (id: string, key: string, body: CredentialsBody) =
 export const deleteCredentials = (id: string, key: string) => call(http.DELETE('/api/agents/{id}/services/{service}/credentials', service(id, key)));
 
 /** Starts the OAuth flow for the caller's own account; the browser then goes to `authorizeUrl`. */
-export const startConnect = (id: string, key: string) => call(http.POST('/api/agents/{id}/connect/{service}', service(id, key)));
+export const startConnect = (id: string, key: string) => call(http.POST('/api/agents/{id}/connect/{service}', { ...service(id, key), body: {} }));
 export const disconnect = (id: string, key: string) => call(http.DELETE('/api/agents/{id}/connect/{service}', service(id, key)));
 
 export const memberStats = (agentId: string, range: { from?: string; to?: string } = {}) =>

@@ -3559,7 +3559,7 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Generate or rotate the member key (self); the only time the key is shown */
+        /** Generate or rotate the member key (self); the only time the key is shown. Limited per user and per member (429) */
         put: {
             parameters: {
                 query?: never;
@@ -4858,7 +4858,11 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never> | null;
+                };
+            };
             responses: {
                 /** @description Default Response */
                 200: {
