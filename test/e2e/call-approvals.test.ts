@@ -4,6 +4,7 @@ import { schema } from '@portcullis/core';
 import { openSseStream, readOutbox, type SseStream } from '@portcullis/gateway/testing';
 import { apiClient, signInThroughOutbox, type ApiClient } from '../support/api-client.ts';
 import { connectMcp } from '../support/mcp-client.ts';
+import { addMember, sandboxTokenIssuer } from '../support/fixtures.ts';
 import { ownerAgentWithGithub } from '../support/owner-agent.ts';
 import { rawModernMcp } from '../support/raw-modern-mcp.ts';
 import { startSplitTopology, type SplitTopology } from '../support/split-topology.ts';
@@ -344,13 +345,14 @@ describe('call approvals across two gateway replicas', () => {
 
 describe('the cap on open approval requests', () => {
   const CAP = 3;
+  const AGENT_CAP = 5;
   let t: SplitTopology;
   let owner: ApiClient;
   let agentId: string;
   let memberKey: string;
 
-  async function call(gateway: number, args: Record<string, unknown>): Promise<CallResult> {
-    const { client, transport } = await connectMcp(t.gateways[gateway]!, memberKey);
+  async function call(gateway: number, args: Record<string, unknown>, key = memberKey): Promise<CallResult> {
+    const { client, transport } = await connectMcp(t.gateways[gateway]!, key);
     try {
       return await client.callTool({ name: 'github__issue_write', arguments: args }) as CallResult;
     } finally {
@@ -362,7 +364,7 @@ describe('the cap on open approval requests', () => {
   const pendingCount = async () => (await owner.call('GET', `/api/agents/${agentId}/call-approvals?status=pending`)).body.total as number;
 
   beforeAll(async () => {
-    t = await startSplitTopology({ gatewayCount: 2, gatewayEnv: { APPROVAL_MAX_PENDING_PER_MEMBER: String(CAP), APPROVAL_MAX_PENDING_PER_AGENT: '50' } });
+    t = await startSplitTopology({ gatewayCount: 2, gatewayEnv: { APPROVAL_MAX_PENDING_PER_MEMBER: String(CAP), APPROVAL_MAX_PENDING_PER_AGENT: String(AGENT_CAP) } });
     ({ owner, agentId, ownerKey: memberKey } = await ownerAgentWithGithub(t, { email: 'approvals-cap@example.com', agentName: 'Capped agent' }));
     const created = await owner.call('POST', `/api/agents/${agentId}/policies`, {
       name: 'Issues need approval', service: 'github', effect: 'require_approval', tools: ['issue_write'], principal: { type: 'all_members' },
@@ -399,5 +401,17 @@ describe('the cap on open approval requests', () => {
     expect(raced.filter((r) => approvalOf(r)?.status === 'pending'), raced.map(textOf).join('\n')).toHaveLength(1);
     expect(raced.filter((r) => textOf(r).includes('Approval queue full'))).toHaveLength(5);
     expect(await pendingCount()).toBe(CAP);
+  }, 60_000);
+
+  it('the agent\'s cap holds for all its members together', async () => {
+    const token = await sandboxTokenIssuer(t.sandboxUrl)('github', { login: 'bob', name: 'Bob' });
+    const bob = await addMember(t.database.db, { agentId, email: 'approvals-cap-bob@example.com', status: 'approved', connect: { github: token } });
+    // The owner's three and two of Bob's fill the agent's five; Bob's third is refused for the agent, not for him.
+    for (const n of ['bob 1', 'bob 2']) expect(approvalOf(await call(0, issue(n), bob.memberKey))?.status).toBe('pending');
+    expect(await pendingCount()).toBe(AGENT_CAP);
+    const over = await call(1, issue('bob 3'), bob.memberKey);
+    expect(over.isError).toBe(true);
+    expect(textOf(over)).toContain(`Approval queue full: this agent has ${AGENT_CAP} open approval requests (at most ${AGENT_CAP})`);
+    expect(await pendingCount()).toBe(AGENT_CAP);
   }, 60_000);
 });
