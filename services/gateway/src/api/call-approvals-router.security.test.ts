@@ -230,8 +230,17 @@ describe('what an owner sees of the exact arguments (decision 067)', () => {
     const expired = await h.request({ method: 'POST', url: `/api/agents/${late.agentId}/call-approvals/${late.approvalId}/reveal`, cookie: owner });
     expect(expired.statusCode).toBe(409);
     expect(expired.json()).toMatchObject({ error: { details: { status: 'expired' } } });
+    // Sealed under another server secret (PORTCULLIS_SECRET changed): the redacted form is shown, reveal is 409.
+    const rotated = await freshAgent();
+    await h.db.update(schema.callApprovals).set({ sealedArgs: sealWithSecret('another-secret-entirely', 'portcullis/call-approval-args/v1', canonicalArgs(ARGS)) })
+      .where(eq(schema.callApprovals.id, rotated.approvalId));
+    expect((await h.request({ method: 'GET', url: `/api/agents/${rotated.agentId}/call-approvals/${rotated.approvalId}`, cookie: owner })).json())
+      .toMatchObject({ status: 'pending', args: null, secretSpans: [], toolArgs: { body: '[REDACTED]' } });
+    const unopenable = await h.request({ method: 'POST', url: `/api/agents/${rotated.agentId}/call-approvals/${rotated.approvalId}/reveal`, cookie: owner });
+    expect(unopenable.statusCode).toBe(409);
+    expect((unopenable.json() as { error: { message: string } }).error.message).toContain('cannot be opened');
     const reveals = await h.db.select().from(schema.callApprovalReveals)
-      .where(inArray(schema.callApprovalReveals.approvalId, [approvalId, late.approvalId]));
+      .where(inArray(schema.callApprovalReveals.approvalId, [approvalId, late.approvalId, rotated.approvalId]));
     expect(reveals).toEqual([]);
   });
 });

@@ -102,18 +102,20 @@ export function createCallApprovalRepo(db: Database) {
     },
 
     /**
-     * The sealed arguments of an open (pending or approved, unexpired) request of the agent, and
-     * a record that `viewer` read them, in one transaction; `{row}` alone when they are gone
-     * (executed, denied, expired), undefined when there is no such request.
+     * The sealed arguments of an open (pending or approved, unexpired) request of the agent,
+     * opened by `open`, and a record that `viewer` read them, in one transaction (an `open` that
+     * throws records nothing); `{row}` alone when they are gone (executed, denied, expired),
+     * undefined when there is no such request.
      */
-    async reveal(agentId: string, id: string, viewer: { userId: string; email: string }, now: Date): Promise<{ row: CallApprovalRow; sealed?: string; reveal?: CallApprovalRevealRow } | undefined> {
+    async reveal<T>(agentId: string, id: string, viewer: { userId: string; email: string }, now: Date, open: (row: CallApprovalRow) => T): Promise<{ row: CallApprovalRow; opened?: T; reveal?: CallApprovalRevealRow } | undefined> {
       return db.transaction(async (tx) => {
-        const [row] = await tx.select().from(t).where(and(eq(t.id, id), eq(t.agentId, agentId))).limit(1);
+        const [row] = await tx.select().from(t).where(and(eq(t.id, id), eq(t.agentId, agentId))).limit(1).for('share');
         if (!row) return undefined;
-        const open = (row.status === 'pending' || row.status === 'approved') && row.expiresAt > now;
-        if (!open || !row.sealedArgs) return { row };
+        const live = (row.status === 'pending' || row.status === 'approved') && row.expiresAt > now;
+        if (!live || !row.sealedArgs) return { row };
+        const opened = open(row);
         const [reveal] = await tx.insert(callApprovalReveals).values({ approvalId: id, userId: viewer.userId, userEmail: viewer.email, revealedAt: now }).returning();
-        return { row, sealed: row.sealedArgs, reveal: reveal! };
+        return { row, opened, reveal: reveal! };
       });
     },
 

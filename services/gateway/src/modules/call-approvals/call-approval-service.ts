@@ -326,20 +326,21 @@ export function createCallApprovalService(deps: {
      */
     async reveal(agentId: string, approvalId: string, viewer: Pick<Approver, 'userId' | 'email'>): Promise<CallApprovalRevealAnswer> {
       const at = now();
-      const found = await repo.reveal(agentId, approvalId, viewer, at);
+      const unopenable = (row: CallApprovalRow) => new ApiError('conflict', 'The exact arguments of this call approval cannot be opened (the server secret changed since the call was held).', { status: view(row, at).status });
+      const found = await repo.reveal(agentId, approvalId, viewer, at, (row) => {
+        try {
+          return exactArgs(openArgs(row));
+        } catch {
+          throw unopenable(row); // nothing was shown: no reveal is recorded
+        }
+      });
       if (!found) throw new ApiError('not_found', 'Call approval not found.');
-      const status = view(found.row, at).status;
-      if (!found.sealed || !found.reveal) {
+      if (!found.opened || !found.reveal) {
+        const status = view(found.row, at).status;
         throw new ApiError('conflict', `The exact arguments of this call approval no longer exist: it is ${status}, and they are destroyed once a request is executed, denied or expired. Only the redacted form (toolArgs) remains.`, { status });
       }
-      let shown: ReturnType<typeof exactArgs>;
-      try {
-        shown = exactArgs(openArgs(found.row));
-      } catch {
-        throw new ApiError('conflict', 'The exact arguments of this call approval cannot be opened (the server secret changed since the call was held).', { status });
-      }
       announce(found.row);
-      return { approvalId, args: shown.args, secretSpans: shown.secretSpans, reveal: revealView(found.reveal) };
+      return { approvalId, args: found.opened.args, secretSpans: found.opened.secretSpans, reveal: revealView(found.reveal) };
     },
 
     approve: (agentId: string, approvalId: string, approver: Approver, comment: string | undefined) =>
