@@ -18,6 +18,7 @@ export * as schema from './db/schema/index.ts';
 export type { ConnectionOAuth, OAuthFlowTarget } from './db/schema/index.ts';
 export { auditMessageId, changeSubject, type AuditConsumer, type AuditConsumerOptions, type Bus, type ChangeEvent, type KeyValueBucket, type SinkFeed } from './bus/bus.ts';
 export { createMemoryBus } from './bus/memory-bus.ts';
+export { openDurableMemoryBus } from './bus/durable-memory-bus.ts';
 export { createNatsBus, type NatsBusOptions } from './bus/nats-bus.ts';
 export { openBus } from './bus/open-bus.ts';
 export { AuditQueryService, bindServer, channelOptions, PolicyDecisionService } from './grpc/proto.ts';

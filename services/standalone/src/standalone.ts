@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectors, openBus, openDatabase, readPrivateFile, resolveSecret, sealWithSecret, writePrivateFile, type Bus, type DatabaseHandle } from '@portcullis/core';
+import { connectors, openBus, openDatabase, openDurableMemoryBus, readPrivateFile, resolveSecret, sealWithSecret, writePrivateFile, type Bus, type DatabaseHandle } from '@portcullis/core';
 import { CLIENT_SECRET_LABEL, loadGatewayConfig, startGateway, type Gateway } from '@portcullis/gateway';
 import { loadPolicyConfig, startPolicyService, compilePolicyText } from '@portcullis/policy';
 import { loadAuditConfig, startAuditService } from '@portcullis/audit';
@@ -19,6 +19,8 @@ export interface Standalone {
 }
 
 const DEMO_KEY_FILE = 'demo-member-key';
+/** The in-process bus's audit log, under DATA_DIR (decision 070). */
+const AUDIT_LOG_DIR = 'audit-log';
 
 /**
  * The single-process composition root: gateway, policy and audit in one process, still
@@ -50,7 +52,11 @@ export async function startStandalone(env: NodeJS.ProcessEnv): Promise<Standalon
   try {
     const database: DatabaseHandle = await openDatabase({ DATABASE_URL: env.DATABASE_URL, DATA_DIR: dataDir });
     cleanups.push(() => database.close());
-    const bus: Bus = await openBus({ NATS_URL: env.NATS_URL, NATS_SUBJECT_PREFIX: env.NATS_SUBJECT_PREFIX }, 'standalone');
+    // Without NATS the bus is in-process; its audit entries are kept in a local log under DATA_DIR
+    // (fsync'd before a call goes upstream, replayed after a crash: decision 070).
+    const bus: Bus = env.NATS_URL
+      ? await openBus({ NATS_URL: env.NATS_URL, NATS_SUBJECT_PREFIX: env.NATS_SUBJECT_PREFIX }, 'standalone')
+      : openDurableMemoryBus({ dir: join(dataDir, AUDIT_LOG_DIR), report: (message, err) => process.stderr.write(`${message}${err ? `: ${err instanceof Error ? err.message : String(err)}` : ''}\n`) });
     cleanups.push(() => bus.close());
 
     let sandbox: Sandbox | undefined;

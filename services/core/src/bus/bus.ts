@@ -80,6 +80,14 @@ export interface Bus {
   readonly kind: 'nats' | 'memory';
   /** Durably accepts an entry on `audit.entries.<agentId>`; a repeated id is stored once. */
   publishAudit(entry: AuditEntry): Promise<void>;
+  /**
+   * In-process bus with its local log only (decision 070): durably notes a call about to be
+   * decided, so the wait for its verdict and this sync overlap. `entry` stands for the call if
+   * the process stops before any record of the same id is published (it is then published as
+   * is); once it is durable, a record of that id is accepted as soon as it is written. Absent
+   * on NATS, where every publish is durable on its own.
+   */
+  intendAudit?(entry: AuditEntry): Promise<void>;
   /** Starts a writer on the shared durable consumer (several writers split the stream). */
   consumeAudit(options: AuditConsumerOptions): Promise<AuditConsumer>;
   /**

@@ -5,11 +5,30 @@ import { auditMessageId, type AuditConsumer, type KeyValueBucket, type AuditCons
 const DEDUP_WINDOW = 100_000;
 
 /**
+ * Where the in-process bus keeps the audit entries it accepts so that they outlive a crash
+ * (`openDurableMemoryBus`, decision 070).
+ */
+export interface AuditJournal {
+  /** Entries accepted before the process stopped and not known to be stored: the writer gets them first. */
+  readonly replay: readonly AuditEntry[];
+  /** Keeps an accepted entry; resolves once it counts as durably accepted, rejects if it cannot be kept. */
+  append(entry: AuditEntry): Promise<void>;
+  /** Keeps `entry` as what stands for a call if the process stops before any record of its id is appended. */
+  intend(entry: AuditEntry): Promise<void>;
+  /** Entries the writer is done with (stored, or dead-lettered): the journal need not keep them. */
+  handled(entries: readonly AuditEntry[]): void;
+  close(): Promise<void>;
+}
+
+/**
  * The in-process bus used by `npm start` without `NATS_URL`: the same contract as the
  * NATS bus (de-duplication by entry id, ack after the handler, redelivery on failure),
- * held in memory. Shutdown drains it, so a clean stop loses nothing.
+ * held in memory. Shutdown drains it, so a clean stop loses nothing; with a `journal` it also
+ * keeps what it accepted across a crash (the product's composition always passes one, unit
+ * tests that need no durability do not).
  */
-export function createMemoryBus(): Bus {
+export function createMemoryBus(options: { journal?: AuditJournal } = {}): Bus {
+  const { journal } = options;
   const queue: AuditEntry[] = [];
   /** Message ids in the de-duplication window, oldest first (a Set keeps insertion order). */
   const seen = new Set<string>();
@@ -20,6 +39,10 @@ export function createMemoryBus(): Bus {
   const buckets = new Map<string, KeyValueBucket>();
 
   const wake = () => { for (const w of wakers) w(); };
+  for (const entry of journal?.replay ?? []) {
+    seen.add(auditMessageId(entry));
+    queue.push(entry);
+  }
 
   return {
     kind: 'memory',
@@ -31,9 +54,18 @@ export function createMemoryBus(): Bus {
       if (seen.has(messageId)) return;
       seen.add(messageId);
       if (seen.size > DEDUP_WINDOW) seen.delete(seen.values().next().value!);
+      if (journal) {
+        try {
+          await journal.append(entry);
+        } catch (err) {
+          seen.delete(messageId); // not kept: a retry must not be taken for a repeat
+          throw err;
+        }
+      }
       queue.push(entry);
       wake();
     },
+    ...(journal ? { intendAudit: (entry: AuditEntry) => journal.intend(entry) } : {}),
     async consumeAudit(options: AuditConsumerOptions): Promise<AuditConsumer> {
       consumerCount += 1;
       let running = true;
@@ -62,6 +94,7 @@ export function createMemoryBus(): Bus {
         }
         try {
           if (entries.length > 0) await options.handle(entries);
+          journal?.handled(inFlight);
           inFlight = [];
           return true;
         } catch {
@@ -125,6 +158,7 @@ export function createMemoryBus(): Bus {
       listeners.clear();
       auditListeners.clear();
       void consumerCount;
+      await journal?.close();
     },
   };
 }

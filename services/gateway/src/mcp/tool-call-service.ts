@@ -33,6 +33,11 @@ export const AUDIT_UNAVAILABLE = 'Audit log unavailable: the call was not forwar
 export const APPROVALS_UNAVAILABLE = 'Approvals unavailable: this call needs an owner\'s approval and its request could not be read or recorded; it was not forwarded';
 /** Appended to the reason of a write-ahead record: the call went upstream, its outcome is not known yet. */
 export const OUTCOME_PENDING = 'outcome not recorded: forwarded upstream, no completion received';
+/**
+ * The reason of a call's intent (single-process mode, decision 070): the entry that stands for
+ * the call if the process stops before its verdict reaches the local log. It was not forwarded.
+ */
+export const OUTCOME_UNDECIDED = 'Not forwarded: the process stopped before the verdict of this call was recorded; outcome not recorded';
 
 export interface ToolCallRequest {
   name: string;
@@ -197,11 +202,14 @@ export function createToolCallService(deps: {
     return { isError: true, content: [{ type: 'text', text: reason }] };
   }
 
+  /** A DENY entry with nothing matched: a refusal decided before any verdict. */
+  const refusalOf = (entry: ReturnType<typeof baseEntry>, reason: string, durationMs = 0): AuditEntry => ({
+    ...entry, decision: 'DENY', reason, matchedPolicyIds: [], matchedPolicyNames: [], policyDbIds: [], policyVersionIds: [], durationMs,
+  });
+
   /** Audits a refusal decided before any verdict, with nothing matched. */
   function publishRefusal(entry: ReturnType<typeof baseEntry>, reason: string, durationMs = 0) {
-    deps.audit.publish({
-      ...entry, decision: 'DENY', reason, matchedPolicyIds: [], matchedPolicyNames: [], policyDbIds: [], policyVersionIds: [], durationMs,
-    });
+    deps.audit.publish(refusalOf(entry, reason, durationMs));
   }
 
   /** The call itself: resolve, decide, record ahead, forward, audit. */
@@ -265,6 +273,9 @@ export function createToolCallService(deps: {
       return denyResult(reason);
     }
 
+    // Single-process mode (decision 070): the local log syncs the call's intent while the verdict
+    // is awaited, so the write-ahead record below waits for a write, not for a second sync.
+    deps.audit.intend(refusalOf(base, OUTCOME_UNDECIDED));
     let verdict = membershipVerdict ?? await decide(context, request, service, tool);
     if (verdict.decision === 'DENY') {
       finish(verdict);

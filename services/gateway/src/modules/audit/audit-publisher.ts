@@ -8,6 +8,12 @@ export interface AuditPublisher {
    * to go upstream); rejects with `AuditUnavailable` when it cannot within the deadline.
    */
   record(entry: AuditEntry): Promise<void>;
+  /**
+   * Single-process mode (decision 070): starts making `entry` durable as what stands for a call
+   * about to be decided, so that sync overlaps the wait for the verdict. A no-op on NATS. A
+   * failure surfaces in the `record` of the same call, which the call then waits for.
+   */
+  intend(entry: AuditEntry): void;
   /** Resolves when every entry handed over so far has been accepted by the bus. */
   flush(): Promise<void>;
   readonly failures: number;
@@ -68,6 +74,9 @@ export function createAuditPublisher(deps: { bus: Bus; maxInFlight?: number; rec
     publish(entry) {
       waiting.push(entry);
       pump();
+    },
+    intend(entry) {
+      deps.bus.intendAudit?.(entry).catch((err: unknown) => { failures += 1; deps.onError?.(err); });
     },
     async record(entry) {
       let timer: NodeJS.Timeout | undefined;

@@ -1,0 +1,243 @@
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { open, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+
+/**
+ * A local append-only log of JSON records in numbered segment files (`0000000001.log`, …),
+ * with group commit (decision 070). Each record is framed as
+ * `[u32 payload length][u32 CRC-32 of the payload][payload: UTF-8 JSON]`, little-endian.
+ *
+ * - Records appended in the same turn of the event loop share one `write`; records appended
+ *   while a write or a sync is under way wait for the next one. One `fdatasync` is in flight
+ *   at a time and covers every record written before it started, so a burst of calls pays a
+ *   few syncs, not one each. Writes and syncs run on libuv's thread pool, never on the event loop.
+ * - Opening reads every segment left by an earlier process (`recovered`); new records go to a
+ *   fresh segment, so an old file is never appended to. A torn last record (a crash in the
+ *   middle of a write) fails its length or checksum and is dropped with everything after it
+ *   in its file, which an append-only writer cannot have written; the drop is reported in `problems`.
+ */
+export interface LocalLog {
+  /**
+   * Appends one record. `segment` is the file it goes to; `written` resolves once the write
+   * returned (the record survives the process: it is in the kernel's page cache); `durable`
+   * once an `fdatasync` that started after it was written returned (it survives the machine).
+   * After a failed write or sync every later append rejects too: the file's end is unknown.
+   */
+  append(record: unknown): { segment: number; written: Promise<void>; durable: Promise<void> };
+  /** The segments found at open, oldest first, with their complete records. */
+  readonly recovered: ReadonlyArray<{ segment: number; records: unknown[] }>;
+  /** What was dropped while reading them (torn or corrupt records), one line each. */
+  readonly problems: readonly string[];
+  /** The segment new records go to now. */
+  readonly activeSegment: number;
+  /** Deletes a segment file that no longer holds anything needed; the active segment only once the log is closed. */
+  remove(segment: number): Promise<void>;
+  /** `fdatasync` calls so far (group commit: fewer than records). */
+  readonly syncs: number;
+  /** `write` calls so far. */
+  readonly writes: number;
+  /** Waits for every record appended so far to be durable, then closes the file. */
+  close(): Promise<void>;
+}
+
+export interface LocalLogOptions {
+  dir: string;
+  /** A segment holding at least this many bytes is closed and the next record starts a new one (default 4 MiB). */
+  segmentBytes?: number;
+}
+
+const HEADER_BYTES = 8;
+const SEGMENT_NAME = /^(\d{10})\.log$/;
+const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
+
+interface Deferred { promise: Promise<void>; resolve(): void; reject(err: unknown): void }
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej; });
+  // A caller that awaits only one of `written` / `durable` must not leave the other unhandled.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+interface Pending { segment: number; bytes: Buffer; written: Deferred; durable: Deferred }
+
+const segmentFile = (dir: string, segment: number) => join(dir, `${String(segment).padStart(10, '0')}.log`);
+
+/** Frames one record: length, CRC-32 of the payload, payload. */
+export function frameRecord(record: unknown): Buffer {
+  const payload = Buffer.from(JSON.stringify(record), 'utf8');
+  const frame = Buffer.allocUnsafe(HEADER_BYTES + payload.length);
+  frame.writeUInt32LE(payload.length, 0);
+  frame.writeUInt32LE(crc32(payload), 4);
+  payload.copy(frame, HEADER_BYTES);
+  return frame;
+}
+
+/**
+ * The complete records of one segment's bytes, up to the first that is cut short or fails its
+ * checksum (`problem` says which and where; nothing after it is read).
+ */
+export function readRecords(bytes: Buffer): { records: unknown[]; problem?: string } {
+  const records: unknown[] = [];
+  let offset = 0;
+  while (offset < bytes.length) {
+    if (bytes.length - offset < HEADER_BYTES) return { records, problem: `torn record header at byte ${offset} (${bytes.length - offset} bytes left)` };
+    const length = bytes.readUInt32LE(offset);
+    const checksum = bytes.readUInt32LE(offset + 4);
+    const end = offset + HEADER_BYTES + length;
+    // A zero length is never written (a record is JSON); zeros are what a file extended by a crash reads as.
+    if (length === 0) return { records, problem: `empty record at byte ${offset}` };
+    if (end > bytes.length) return { records, problem: `torn record at byte ${offset}: ${length} bytes announced, ${bytes.length - offset - HEADER_BYTES} present` };
+    const payload = bytes.subarray(offset + HEADER_BYTES, end);
+    if (crc32(payload) !== checksum) {
+      const where = end === bytes.length ? 'last record' : `record in the middle of the file (${bytes.length - end} bytes follow)`;
+      return { records, problem: `checksum mismatch at byte ${offset}: ${where}` };
+    }
+    try {
+      records.push(JSON.parse(payload.toString('utf8')));
+    } catch {
+      return { records, problem: `record at byte ${offset} is not JSON` };
+    }
+    offset = end;
+  }
+  return { records };
+}
+
+/** Opens the log in `dir` (created if missing): reads what is there, then appends to a new segment. */
+export function openLocalLog(options: LocalLogOptions): LocalLog {
+  const { dir } = options;
+  const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+
+  const recovered: Array<{ segment: number; records: unknown[] }> = [];
+  const problems: string[] = [];
+  const found = readdirSync(dir).map((name) => SEGMENT_NAME.exec(name)).filter((m) => m !== null).map((m) => Number(m[1])).sort((a, b) => a - b);
+  for (const segment of found) {
+    const { records, problem } = readRecords(readFileSync(segmentFile(dir, segment)));
+    if (problem) problems.push(`${segmentFile(dir, segment)}: ${problem}; ${records.length} complete record(s) before it kept, the rest dropped`);
+    recovered.push({ segment, records });
+  }
+
+  let activeSegment = (found.at(-1) ?? 0) + 1;
+  /** Bytes appended to the active segment, counted when appended (so the segment of a record is known at once). */
+  let activeBytes = 0;
+  let pending: Pending[] = [];
+  let unsynced: Pending[] = [];
+  let writing = false;
+  let syncing: Promise<void> | undefined;
+  let scheduled = false;
+  let failure: unknown;
+  let writes = 0;
+  let syncs = 0;
+  let closed = false;
+  /** The file being written: its segment, handle and end offset. */
+  let file: { segment: number; handle: FileHandle; size: number } | undefined;
+
+  const fail = (err: unknown, items: Pending[]) => {
+    failure ??= err;
+    for (const item of items) { item.written.reject(err); item.durable.reject(err); }
+  };
+
+  /** One `fdatasync` at a time; it covers every record written before it started. */
+  const startSync = () => {
+    if (syncing || unsynced.length === 0 || !file) return;
+    const group = unsynced;
+    unsynced = [];
+    const { handle } = file;
+    syncing = handle.datasync().then(
+      () => { syncs += 1; for (const item of group) item.durable.resolve(); },
+      (err: unknown) => fail(err, group),
+    ).finally(() => { syncing = undefined; startSync(); });
+  };
+
+  /** Makes every written record durable and closes the current file (before a new segment, and at close). */
+  const closeFile = async () => {
+    while (syncing || unsynced.length > 0) { startSync(); await syncing; }
+    await file?.handle.close();
+    file = undefined;
+  };
+
+  const openSegment = async (segment: number) => {
+    const handle = await open(segmentFile(dir, segment), 'wx', 0o600);
+    // The new file's name must survive a machine crash too: sync the directory once per segment.
+    const dirHandle = await open(dir, 'r');
+    try { await dirHandle.sync(); } finally { await dirHandle.close(); }
+    file = { segment, handle, size: 0 };
+  };
+
+  const writeBatch = async () => {
+    if (writing || pending.length === 0) return;
+    writing = true;
+    const batch = pending;
+    pending = [];
+    try {
+      // In append order; a batch spans two segments only around a rotation.
+      for (let i = 0; i < batch.length;) {
+        const segment = batch[i]!.segment;
+        let j = i;
+        while (j < batch.length && batch[j]!.segment === segment) j++;
+        const run = batch.slice(i, j);
+        i = j;
+        if (failure) { fail(failure, run); continue; }
+        try {
+          if (file?.segment !== segment) { await closeFile(); await openSegment(segment); }
+          const bytes = run.length === 1 ? run[0]!.bytes : Buffer.concat(run.map((p) => p.bytes));
+          const current = file!;
+          let done = 0;
+          while (done < bytes.length) {
+            const { bytesWritten } = await current.handle.write(bytes, done, bytes.length - done, current.size + done);
+            done += bytesWritten;
+          }
+          current.size += bytes.length;
+          writes += 1;
+          for (const item of run) item.written.resolve();
+          unsynced.push(...run);
+          startSync();
+        } catch (err) {
+          fail(err, run);
+        }
+      }
+    } finally {
+      writing = false;
+      if (pending.length > 0) void writeBatch();
+    }
+  };
+
+  return {
+    append(record) {
+      const bytes = frameRecord(record);
+      if (activeBytes > 0 && activeBytes + bytes.length > segmentBytes) { activeSegment += 1; activeBytes = 0; }
+      activeBytes += bytes.length;
+      const item: Pending = { segment: activeSegment, bytes, written: deferred(), durable: deferred() };
+      if (failure || closed) fail(failure ?? new Error('the local log is closed'), [item]);
+      else {
+        pending.push(item);
+        // Everything appended in this turn of the event loop goes out in one write.
+        if (!scheduled) {
+          scheduled = true;
+          queueMicrotask(() => { scheduled = false; void writeBatch(); });
+        }
+      }
+      return { segment: item.segment, written: item.written.promise, durable: item.durable.promise };
+    },
+    recovered,
+    problems,
+    get activeSegment() { return activeSegment; },
+    async remove(segment) {
+      if (!closed && segment >= activeSegment) return;
+      await unlink(segmentFile(dir, segment)).catch((err: NodeJS.ErrnoException) => { if (err.code !== 'ENOENT') throw err; });
+    },
+    get syncs() { return syncs; },
+    get writes() { return writes; },
+    async close() {
+      while (writing || pending.length > 0 || scheduled) {
+        if (!writing && !scheduled) await writeBatch();
+        else await new Promise((resolve) => setImmediate(resolve));
+      }
+      await closeFile();
+      closed = true;
+    },
+  };
+}
