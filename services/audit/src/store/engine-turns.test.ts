@@ -3,7 +3,8 @@ import { createFairTurns, forTenant, tenantOfRequest } from './engine-turns.ts';
 
 describe('engine turns (decision 069)', () => {
   it('runs one at a time, and a tenant with many queued waits behind another tenant\'s one', async () => {
-    const turns = createFairTurns();
+    let now = 0;
+    const turns = createFairTurns({ now: () => now });
     const order: string[] = [];
     let releaseFirst!: () => void;
     const first = forTenant('b', () => turns.run(() => new Promise<void>((r) => { order.push('b0'); releaseFirst = r; })));
@@ -13,10 +14,25 @@ describe('engine turns (decision 069)', () => {
     ];
     await new Promise((r) => setImmediate(r));
     expect(order).toEqual(['b0']);
+    now += 20; // B's turn took 20 ms of engine time
     releaseFirst();
     await Promise.all([first, ...queued]);
-    // First come first served would be b0 b1 b2 b3 a1: A's one query goes after one of B's.
-    expect(order).toEqual(['b0', 'b1', 'a1', 'b2', 'b3']);
+    // First come first served would be b0 b1 b2 b3 a1: A, which has used nothing, goes next.
+    expect(order).toEqual(['b0', 'a1', 'b1', 'b2', 'b3']);
+  });
+
+  it('shares the engine by the time each tenant used, and a tenant back from idle starts at the clock', async () => {
+    let now = 0;
+    const turns = createFairTurns({ now: () => now });
+    const order: string[] = [];
+    const job = (tenant: string, ms: number) => forTenant(tenant, () => turns.run(async () => { order.push(tenant); now += ms; }));
+    // B's turns take 30 ms each, A's 10 ms: while both wait, A gets three turns for each of B's.
+    await Promise.all([job('b', 30), job('b', 30), job('b', 30), job('a', 10), job('a', 10), job('a', 10), job('a', 10), job('a', 10)]);
+    expect(order).toEqual(['b', 'a', 'a', 'a', 'b', 'a', 'a', 'b']);
+    // C was idle all along: it does not get the whole engine to catch up, it starts at the clock.
+    order.length = 0;
+    await Promise.all([job('b', 30), job('b', 30), job('c', 30), job('c', 30), job('c', 30)]);
+    expect(order).toEqual(['b', 'c', 'b', 'c', 'c']);
   });
 
   it('passes the turn on when work fails, and hands the failure to its caller', async () => {

@@ -23,48 +23,65 @@ export function tenantOfRequest(request: unknown): string {
 }
 
 /**
- * Turns on the embedded engine, one at a time, shared fairly between tenants: each tenant's
- * work waits in a queue of its own, and a finished turn passes to the next tenant in turn
- * that has work waiting. A tenant that sends many queries at once then delays another
- * tenant's query by at most one of its own, not by all of them.
+ * Turns on the embedded engine, one at a time, shared fairly between tenants by the engine time
+ * they use (start-time fair queueing): each tenant's work waits in a queue of its own, and a
+ * finished turn passes to the waiting tenant that has used the engine least. A tenant's count
+ * starts at the current turn's when it starts waiting, so no tenant banks idle time. A tenant
+ * that keeps the engine busy with many or long queries then delays another tenant's query by
+ * at most the turn that is running, not by all of its own that are waiting.
  */
-export function createFairTurns() {
+export function createFairTurns(o: { now?: () => number } = {}) {
+  const now = o.now ?? (() => performance.now());
   const queues = new Map<string, Array<() => void>>();
+  /** Engine time each tenant with work waiting or running has used, on one virtual clock. */
+  const used = new Map<string, number>();
+  /** The virtual clock: the count of the tenant whose turn started last. */
+  let clock = 0;
   let busy = false;
 
   function next() {
-    const first = queues.entries().next();
-    if (first.done) {
+    let pick: string | undefined;
+    for (const tenant of queues.keys()) {
+      if (pick === undefined || used.get(tenant)! < used.get(pick)!) pick = tenant;
+    }
+    if (pick === undefined) {
       busy = false;
       return;
     }
-    const [tenant, queue] = first.value;
+    const queue = queues.get(pick)!;
     const start = queue.shift()!;
-    // The tenant goes to the back of the turn order, with whatever it still has waiting.
-    queues.delete(tenant);
-    if (queue.length > 0) queues.set(tenant, queue);
+    if (queue.length === 0) queues.delete(pick);
     start();
   }
 
   return {
-    /** Runs `work` once it is this tenant's turn (the tenant set by `forTenant`, else one shared queue). */
+    /** Runs `work` once it is this tenant's turn (the tenant set by `forTenant`, else one shared name). */
     run<T>(work: () => Promise<T>): Promise<T> {
+      const tenant = tenantOfWork.getStore() ?? '';
+      // A tenant that starts waiting counts from the clock: it cannot bank the time it was idle.
+      if (!queues.has(tenant)) used.set(tenant, Math.max(used.get(tenant) ?? 0, clock));
       return new Promise<T>((resolve, reject) => {
         const start = () => {
+          clock = Math.max(clock, used.get(tenant)!);
+          const startedAt = now();
           let settled: Promise<T>;
           try {
             settled = work();
           } catch (err) {
             settled = Promise.reject(err);
           }
-          settled.then(resolve, reject).finally(next);
+          settled.then(resolve, reject).finally(() => {
+            used.set(tenant, used.get(tenant)! + (now() - startedAt));
+            // Counts at or behind the clock say nothing a fresh start would not: forget them.
+            for (const [name, count] of used) if (count <= clock && !queues.has(name) && name !== tenant) used.delete(name);
+            next();
+          });
         };
         if (!busy) {
           busy = true;
           start();
           return;
         }
-        const tenant = tenantOfWork.getStore() ?? '';
         const queue = queues.get(tenant);
         if (queue) queue.push(start);
         else queues.set(tenant, [start]);
