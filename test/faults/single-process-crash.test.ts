@@ -15,9 +15,11 @@ import { connectMcp } from '../support/mcp-client.ts';
  */
 const CLIENTS = 8;
 const LOAD_MS = 5_000;
-const TOOL = 'linear__list_issues';
+/** Most clients make allowed calls; every fourth makes calls a demo policy forbids (the DENY path). */
+const ALLOWED = { name: 'linear__list_issues', args: (mark: string) => ({ query: mark }) };
+const FORBIDDEN = { name: 'github__delete_repository', args: (mark: string) => ({ owner: 'acme', repo: mark }) };
 
-interface Call { query: string; outcome: 'allowed' | 'denied' | 'unanswered' }
+interface Call { mark: string; outcome: 'allowed' | 'denied' | 'unanswered' }
 interface ApiEntry { id: string; decision: string; reason: string; tool: string; toolArgs: Record<string, unknown> }
 
 describe('faults: kill -9 of the single-process product (npm start) under load', () => {
@@ -38,18 +40,18 @@ describe('faults: kill -9 of the single-process product (npm start) under load',
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  /** Every entry of the crash run's calls, by the query each call sent. */
-  async function entriesByQuery(baseUrl: string, cookie: string): Promise<Map<string, ApiEntry[]>> {
-    const byQuery = new Map<string, ApiEntry[]>();
+  /** Every entry of the crash run's calls, by the mark each call sent (its query, or its repository). */
+  async function entriesByMark(baseUrl: string, cookie: string): Promise<Map<string, ApiEntry[]>> {
+    const byMark = new Map<string, ApiEntry[]>();
     for (let offset = 0; ; offset += 500) {
-      const res = await fetch(`${baseUrl}/api/audit?tool=list_issues&limit=500&offset=${offset}`, { headers: { cookie } });
+      const res = await fetch(`${baseUrl}/api/audit?limit=500&offset=${offset}`, { headers: { cookie } });
       expect(res.status).toBe(200);
       const { entries } = (await res.json()) as { entries: ApiEntry[] };
       for (const e of entries) {
-        const query = String(e.toolArgs.query ?? '');
-        if (query.startsWith('crash-')) byQuery.set(query, [...(byQuery.get(query) ?? []), e]);
+        const mark = String(e.toolArgs.query ?? e.toolArgs.repo ?? '');
+        if (mark.startsWith('crash-')) byMark.set(mark, [...(byMark.get(mark) ?? []), e]);
       }
-      if (entries.length < 500) return byQuery;
+      if (entries.length < 500) return byMark;
     }
   }
 
@@ -63,13 +65,14 @@ describe('faults: kill -9 of the single-process product (npm start) under load',
     let running = true;
     const worker = async (w: number) => {
       const { client } = await connectMcp(baseUrl, first.key);
+      const tool = w % 4 === 3 ? FORBIDDEN : ALLOWED;
       for (let n = 0; running; n++) {
-        const query = `crash-${w}-${n}`;
+        const mark = `crash-${w}-${n}`;
         try {
-          const result = await client.callTool({ name: TOOL, arguments: { query } }) as { isError?: boolean };
-          calls.push({ query, outcome: result.isError ? 'denied' : 'allowed' });
+          const result = await client.callTool({ name: tool.name, arguments: tool.args(mark) }) as { isError?: boolean };
+          calls.push({ mark, outcome: result.isError ? 'denied' : 'allowed' });
         } catch {
-          calls.push({ query, outcome: 'unanswered' });
+          calls.push({ mark, outcome: 'unanswered' });
           if (product!.child.exitCode !== null || product!.child.signalCode !== null) break;
         }
       }
@@ -89,25 +92,28 @@ describe('faults: kill -9 of the single-process product (npm start) under load',
     const answered = calls.filter((c) => c.outcome !== 'unanswered');
     // The replay goes through the audit writer (batched): wait for every answered call's entry, 30 s at most.
     const deadline = Date.now() + 30_000;
-    let entries = await entriesByQuery(baseUrl, cookie);
-    while (!answered.every((c) => entries.has(c.query)) && Date.now() < deadline) {
+    let entries = await entriesByMark(baseUrl, cookie);
+    while (!answered.every((c) => entries.has(c.mark)) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 500));
-      entries = await entriesByQuery(baseUrl, cookie);
+      entries = await entriesByMark(baseUrl, cookie);
     }
 
-    const lost = answered.filter((c) => (entries.get(c.query)?.length ?? 0) === 0);
+    const lost = answered.filter((c) => (entries.get(c.mark)?.length ?? 0) === 0);
     const doubled = [...entries].filter(([, es]) => new Set(es.map((e) => e.id)).size > 1 || es.length > 1);
-    const wrongDecision = answered.filter((c) => entries.get(c.query)?.[0] && entries.get(c.query)![0]!.decision !== (c.outcome === 'allowed' ? 'ALLOW' : 'DENY'));
+    const wrongDecision = answered.filter((c) => entries.get(c.mark)?.[0] && entries.get(c.mark)![0]!.decision !== (c.outcome === 'allowed' ? 'ALLOW' : 'DENY'));
     const unanswered = calls.filter((c) => c.outcome === 'unanswered');
-    const unansweredDishonest = unanswered.filter((c) => (entries.get(c.query) ?? []).some((e) => e.decision !== 'DENY' && !/outcome not recorded/.test(e.reason)));
+    const unansweredDishonest = unanswered.filter((c) => (entries.get(c.mark) ?? []).some((e) => e.decision !== 'DENY' && !/outcome not recorded/.test(e.reason)));
     console.table([{
-      answered: answered.length, allowed: answered.filter((c) => c.outcome === 'allowed').length, unanswered: unanswered.length,
-      'unanswered with an entry': unanswered.filter((c) => entries.has(c.query)).length, lost: lost.length, doubled: doubled.length,
+      answered: answered.length, allowed: answered.filter((c) => c.outcome === 'allowed').length, denied: answered.filter((c) => c.outcome === 'denied').length, unanswered: unanswered.length,
+      'unanswered with an entry': unanswered.filter((c) => entries.has(c.mark)).length, lost: lost.length, doubled: doubled.length,
       'wrong decision': wrongDecision.length, 'replayed within ms': Date.now() - killedAt,
     }]);
     if (lost.length + doubled.length > 0) console.log('lost:', lost.slice(0, 10), 'doubled:', doubled.slice(0, 5), restarted.proc.output().slice(-2048));
 
+    // The restart replayed the log (what the writer had not stored when the process died).
+    expect(restarted.proc.output()).toMatch(/audit log: replaying \d+ audit record/);
     expect(answered.length).toBeGreaterThan(200);
+    expect(answered.filter((c) => c.outcome === 'denied').length).toBeGreaterThan(20);
     expect(lost).toEqual([]);
     expect(doubled).toEqual([]);
     expect(wrongDecision).toEqual([]);

@@ -44,6 +44,12 @@ export function createAuditJournal(log: LocalLog, report: (message: string, err?
     hold(segment);
     entrySegment.set(auditMessageId(entry), segment);
   };
+  const forget = (entry: AuditEntry, segment: number) => {
+    const messageId = auditMessageId(entry);
+    if (entrySegment.get(messageId) !== segment) return;
+    entrySegment.delete(messageId);
+    release(segment);
+  };
 
   // Replay: every entry of the kept segments once (the writer's store leaves out what it holds);
   // an intent with no record of its call anywhere stands for that call.
@@ -86,6 +92,8 @@ export function createAuditJournal(log: LocalLog, report: (message: string, err?
     append(entry) {
       const appended = log.append({ entry } satisfies JournalRecord);
       keep(entry, appended.segment);
+      // A record the log failed to keep is refused (the bus does not queue it): it holds its segment no more.
+      appended.written.catch(() => forget(entry, appended.segment));
       const intent = intents.get(entry.id);
       if (!intent) return appended.durable;
       intents.delete(entry.id);
@@ -103,11 +111,8 @@ export function createAuditJournal(log: LocalLog, report: (message: string, err?
     },
     handled(entries) {
       for (const entry of entries) {
-        const messageId = auditMessageId(entry);
-        const segment = entrySegment.get(messageId);
-        if (segment === undefined) continue;
-        entrySegment.delete(messageId);
-        release(segment);
+        const segment = entrySegment.get(auditMessageId(entry));
+        if (segment !== undefined) forget(entry, segment);
       }
     },
     async close() {
@@ -126,8 +131,9 @@ export function createAuditJournal(log: LocalLog, report: (message: string, err?
  * The in-process bus of single-process mode with its audit entries kept in a local log under
  * `dir` (decision 070): an entry is accepted once it is durable (group commit), replayed into
  * the audit writer after a crash, and deleted once the writer stored it. `report` is told of
- * torn records dropped, replays and failed deletions.
+ * torn records dropped, replays, failed writes and syncs, and failed deletions.
  */
 export function openDurableMemoryBus(options: LocalLogOptions & { report: (message: string, err?: unknown) => void }): Bus {
-  return createMemoryBus({ journal: createAuditJournal(openLocalLog(options), options.report) });
+  const log = openLocalLog({ ...options, onFailure: (err) => options.report('audit log: a write or sync failed; its records are refused and the next ones go to a new segment', err) });
+  return createMemoryBus({ journal: createAuditJournal(log, options.report) });
 }

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { uuidv7 } from 'uuidv7';
 import type { AuditEntry } from '../audit-entry.ts';
 import { frameRecord, openLocalLog } from './local-log.ts';
-import { openDurableMemoryBus } from './durable-memory-bus.ts';
+import { createAuditJournal, openDurableMemoryBus } from './durable-memory-bus.ts';
 
 const dirs: string[] = [];
 const tempDir = () => { const dir = mkdtempSync(join(tmpdir(), 'pc-local-log-')); dirs.push(dir); return dir; };
@@ -97,6 +97,22 @@ describe('local log (decision 070)', () => {
     expect(openLocalLog({ dir }).recovered[0]!.records).toHaveLength(250);
   });
 
+  it('refuses the records of a failed write and writes the next ones to a new segment', async () => {
+    const dir = tempDir();
+    const failures: unknown[] = [];
+    const log = openLocalLog({ dir, onFailure: (err) => failures.push(err) });
+    // Something else took the name of the segment about to be created: its open fails.
+    writeFileSync(join(dir, '0000000001.log'), '');
+    const refused = log.append({ n: 1 });
+    await expect(refused.written).rejects.toThrow(/EEXIST/);
+    await expect(refused.durable).rejects.toThrow(/EEXIST/);
+    expect(failures).toHaveLength(1);
+    await log.append({ n: 2 }).durable;
+    expect(log.activeSegment).toBe(2);
+    await log.close();
+    expect(openLocalLog({ dir }).recovered).toEqual([{ segment: 1, records: [] }, { segment: 2, records: [{ n: 2 }] }]);
+  });
+
   it('starts a new segment past its size and deletes a segment only once the writer stored everything in it', async () => {
     const dir = tempDir();
     const bus = openDurableMemoryBus({ dir, segmentBytes: 2_000, report: () => undefined });
@@ -149,6 +165,24 @@ describe('in-process bus over the local log: a crash (decision 070)', () => {
     expect(logs.some((m) => /replaying 4/.test(m))).toBe(true);
     await restarted.close();
     expect(segments(dir)).toEqual([]);
+  });
+
+  it('a call pays one sync, overlapped: once its intent is durable, its write-ahead record is accepted when written', async () => {
+    const dir = tempDir();
+    const log = openLocalLog({ dir });
+    const journal = createAuditJournal(log, () => undefined);
+    const call = entry();
+    // The gateway starts the intent, then awaits the verdict; the sync runs meanwhile.
+    await journal.intend(entry({ id: call.id, decision: 'DENY', reason: 'not decided' }));
+    expect(log.syncs).toBe(1);
+    await journal.append({ ...call, stage: 'decision' });
+    // Accepted on its write: the sync that will cover it has not returned yet.
+    expect(log.writes).toBe(2);
+    expect(log.syncs).toBe(1);
+    // A record of a call with no intent (a denied call's entry) waits for its own sync.
+    await journal.append(entry({ decision: 'DENY' }));
+    expect(log.syncs).toBeGreaterThanOrEqual(2);
+    await journal.close();
   });
 
   it('keeps every accepted entry when the process dies mid-write: a torn tail drops only the unaccepted record', async () => {

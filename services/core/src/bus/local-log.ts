@@ -22,7 +22,9 @@ export interface LocalLog {
    * Appends one record. `segment` is the file it goes to; `written` resolves once the write
    * returned (the record survives the process: it is in the kernel's page cache); `durable`
    * once an `fdatasync` that started after it was written returned (it survives the machine).
-   * After a failed write or sync every later append rejects too: the file's end is unknown.
+   * A failed write or sync rejects its records and every other record bound for that file (its
+   * end is unknown); the next record starts a new segment, so a passing fault (a full disk)
+   * does not outlast itself.
    */
   append(record: unknown): { segment: number; written: Promise<void>; durable: Promise<void> };
   /** The segments found at open, oldest first, with their complete records. */
@@ -45,6 +47,8 @@ export interface LocalLogOptions {
   dir: string;
   /** A segment holding at least this many bytes is closed and the next record starts a new one (default 4 MiB). */
   segmentBytes?: number;
+  /** Told of each failed write or sync (its records are rejected). */
+  onFailure?: (err: unknown) => void;
 }
 
 const HEADER_BYTES = 8;
@@ -128,7 +132,8 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
   let writing = false;
   let syncing: Promise<void> | undefined;
   let scheduled = false;
-  let failure: unknown;
+  /** Segments a write or sync failed in: nothing more is written to them. */
+  const broken = new Set<number>();
   let writes = 0;
   let syncs = 0;
   let closed = false;
@@ -136,8 +141,8 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
   let file: { segment: number; handle: FileHandle; size: number } | undefined;
 
   const fail = (err: unknown, items: Pending[]) => {
-    failure ??= err;
-    for (const item of items) { item.written.reject(err); item.durable.reject(err); }
+    for (const item of items) { item.written.reject(err); item.durable.reject(err); broken.add(item.segment); }
+    if (broken.has(activeSegment)) { activeSegment += 1; activeBytes = 0; }
   };
 
   /** One `fdatasync` at a time; it covers every record written before it started. */
@@ -148,14 +153,14 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
     const { handle } = file;
     syncing = handle.datasync().then(
       () => { syncs += 1; for (const item of group) item.durable.resolve(); },
-      (err: unknown) => fail(err, group),
+      (err: unknown) => { options.onFailure?.(err); fail(err, group); },
     ).finally(() => { syncing = undefined; startSync(); });
   };
 
   /** Makes every written record durable and closes the current file (before a new segment, and at close). */
   const closeFile = async () => {
     while (syncing || unsynced.length > 0) { startSync(); await syncing; }
-    await file?.handle.close();
+    await file?.handle.close().catch(() => undefined);
     file = undefined;
   };
 
@@ -180,7 +185,7 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
         while (j < batch.length && batch[j]!.segment === segment) j++;
         const run = batch.slice(i, j);
         i = j;
-        if (failure) { fail(failure, run); continue; }
+        if (broken.has(segment)) { fail(new Error(`an earlier write or sync to audit log segment ${segment} failed`), run); continue; }
         try {
           if (file?.segment !== segment) { await closeFile(); await openSegment(segment); }
           const bytes = run.length === 1 ? run[0]!.bytes : Buffer.concat(run.map((p) => p.bytes));
@@ -196,6 +201,7 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
           unsynced.push(...run);
           startSync();
         } catch (err) {
+          options.onFailure?.(err);
           fail(err, run);
         }
       }
@@ -211,7 +217,7 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
       if (activeBytes > 0 && activeBytes + bytes.length > segmentBytes) { activeSegment += 1; activeBytes = 0; }
       activeBytes += bytes.length;
       const item: Pending = { segment: activeSegment, bytes, written: deferred(), durable: deferred() };
-      if (failure || closed) fail(failure ?? new Error('the local log is closed'), [item]);
+      if (closed) fail(new Error('the local log is closed'), [item]);
       else {
         pending.push(item);
         // Everything appended in this turn of the event loop goes out in one write.

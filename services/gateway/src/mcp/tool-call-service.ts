@@ -212,8 +212,22 @@ export function createToolCallService(deps: {
     deps.audit.publish(refusalOf(entry, reason, durationMs));
   }
 
-  /** The call itself: resolve, decide, record ahead, forward, audit. */
+  /**
+   * The call itself. In single-process mode (decision 070) no answer leaves before the call's
+   * intent is durable in the local log: an entry stands for every answered call even if the
+   * process dies before the answer's own entry is written. The intent's sync overlaps the verdict.
+   */
   async function callToolTraced(context: MemberContext, request: ToolCallRequest): Promise<CallToolResult | InputRequiredResult> {
+    const call: { intent?: Promise<void> } = {};
+    try {
+      return await resolveDecideForward(context, request, call);
+    } finally {
+      await call.intent;
+    }
+  }
+
+  /** Resolve, decide, record ahead, forward, audit; `call.intent` is set once the call has one. */
+  async function resolveDecideForward(context: MemberContext, request: ToolCallRequest, call: { intent?: Promise<void> }): Promise<CallToolResult | InputRequiredResult> {
     const started = performance.now();
     const traceparent = currentTraceHeaders().traceparent;
     const target = callTargetOf(context, request.name, request.args);
@@ -222,13 +236,18 @@ export function createToolCallService(deps: {
       // No such tool: a protocol error for the caller, and still a call the owner sees as denied.
       const reason = unknownToolReason(request.name);
       toolCalls.inc({ service: '', decision: 'DENY' });
-      publishRefusal(base, reason, Math.round((performance.now() - started) * 1000) / 1000);
+      const refusal = refusalOf(base, reason, Math.round((performance.now() - started) * 1000) / 1000);
+      call.intent = deps.audit.intend(refusal);
+      deps.audit.publish(refusal);
       throw new McpError(ErrorCode.InvalidParams, reason);
     }
     const { service, tool } = target;
     // A retry that carries approval state: refused outright unless this server minted it for this very call.
     const stateProblem = requestStateProblem(context, request);
     if (stateProblem) throw new McpError(ErrorCode.InvalidParams, `Invalid params: ${stateProblem}`);
+    // What stands for the call if the process stops before its verdict is in the local log
+    // (single-process mode, decision 070); its sync runs while the verdict is awaited.
+    call.intent = deps.audit.intend(refusalOf(base, OUTCOME_UNDECIDED));
     const entryOf = (verdict: Verdict, reason: string, approval?: Pick<AuditEntry, 'approvalId' | 'approvalEvent'>): AuditEntry => {
       const r = verdict.response;
       return {
@@ -273,9 +292,6 @@ export function createToolCallService(deps: {
       return denyResult(reason);
     }
 
-    // Single-process mode (decision 070): the local log syncs the call's intent while the verdict
-    // is awaited, so the write-ahead record below waits for a write, not for a second sync.
-    deps.audit.intend(refusalOf(base, OUTCOME_UNDECIDED));
     let verdict = membershipVerdict ?? await decide(context, request, service, tool);
     if (verdict.decision === 'DENY') {
       finish(verdict);
@@ -298,6 +314,7 @@ export function createToolCallService(deps: {
 
     // Write-ahead: the call goes upstream only once its record is durably accepted, so a
     // gateway that dies mid-call still leaves an entry. The completion replaces it (same id).
+    // With a local log the durable intent covers it: it waits for a write, not a second sync.
     try {
       await timed('audit_record', () => deps.audit.record({ ...entryOf(verdict, `${verdict.reason || NO_FORBID_MATCHED}; ${OUTCOME_PENDING}`, executed), stage: 'decision' }));
     } catch (err) {

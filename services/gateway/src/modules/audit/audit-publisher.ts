@@ -10,10 +10,11 @@ export interface AuditPublisher {
   record(entry: AuditEntry): Promise<void>;
   /**
    * Single-process mode (decision 070): starts making `entry` durable as what stands for a call
-   * about to be decided, so that sync overlaps the wait for the verdict. A no-op on NATS. A
-   * failure surfaces in the `record` of the same call, which the call then waits for.
+   * about to be decided, so that sync overlaps the wait for the verdict. Resolves once it is
+   * durable, at once on NATS (nothing to do); never rejects: a failure surfaces in the `record`
+   * of the same call.
    */
-  intend(entry: AuditEntry): void;
+  intend(entry: AuditEntry): Promise<void>;
   /** Resolves when every entry handed over so far has been accepted by the bus. */
   flush(): Promise<void>;
   readonly failures: number;
@@ -75,8 +76,8 @@ export function createAuditPublisher(deps: { bus: Bus; maxInFlight?: number; rec
       waiting.push(entry);
       pump();
     },
-    intend(entry) {
-      deps.bus.intendAudit?.(entry).catch((err: unknown) => { failures += 1; deps.onError?.(err); });
+    async intend(entry) {
+      await deps.bus.intendAudit?.(entry).catch((err: unknown) => { failures += 1; deps.onError?.(err); });
     },
     async record(entry) {
       let timer: NodeJS.Timeout | undefined;
