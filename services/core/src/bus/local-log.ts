@@ -54,6 +54,8 @@ export interface LocalLogOptions {
 const HEADER_BYTES = 8;
 const SEGMENT_NAME = /^(\d{10})\.log$/;
 const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
+/** What `fsync` on a directory answers where the file system does not support it. */
+const DIRECTORY_SYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR', 'EPERM']);
 
 interface Deferred { promise: Promise<void>; resolve(): void; reject(err: unknown): void }
 function deferred(): Deferred {
@@ -167,8 +169,15 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
   const openSegment = async (segment: number) => {
     const handle = await open(segmentFile(dir, segment), 'wx', 0o600);
     // The new file's name must survive a machine crash too: sync the directory once per segment.
+    // (Some file systems cannot sync a directory: there the name is as durable as they make it.)
     const dirHandle = await open(dir, 'r');
-    try { await dirHandle.sync(); } finally { await dirHandle.close(); }
+    try {
+      await dirHandle.sync();
+    } catch (err) {
+      if (!DIRECTORY_SYNC_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
+    } finally {
+      await dirHandle.close();
+    }
     file = { segment, handle, size: 0 };
   };
 
