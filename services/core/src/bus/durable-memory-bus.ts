@@ -23,8 +23,11 @@ export function createAuditJournal(log: LocalLog, report: (message: string, err?
   const needed = new Map<number, number>();
   /** The segment of each appended entry not yet handled by the writer, by message id. */
   const entrySegment = new Map<string, number>();
-  /** Intents whose call has no record yet, by entry id. */
-  const intents = new Map<string, { segment: number; durable: Promise<void> }>();
+  /**
+   * Intents of calls whose last record is not appended yet, by entry id; `answered` once a
+   * record of the call was appended (the intent's segment is then released when that is durable).
+   */
+  const intents = new Map<string, { segment: number; durable: Promise<void>; answered: boolean }>();
   let removing: Promise<void> = Promise.resolve();
 
   const hold = (segment: number) => { needed.set(segment, (needed.get(segment) ?? 0) + 1); };
@@ -90,23 +93,28 @@ export function createAuditJournal(log: LocalLog, report: (message: string, err?
   return {
     replay,
     append(entry) {
-      const appended = log.append({ entry } satisfies JournalRecord);
+      const intent = intents.get(entry.id);
+      // A record of a call with an intent rides on the next sync (nobody waits for it: below);
+      // any other is synced at once, as the bus's contract says.
+      const appended = log.append({ entry } satisfies JournalRecord, intent ? 'soon' : 'now');
       keep(entry, appended.segment);
       // A record the log failed to keep is refused (the bus does not queue it): it holds its segment no more.
       appended.written.catch(() => forget(entry, appended.segment));
-      const intent = intents.get(entry.id);
       if (!intent) return appended.durable;
-      intents.delete(entry.id);
-      // The intent keeps its segment until this record is durable, so one of them is always on disk.
-      appended.durable.then(() => release(intent.segment), () => undefined);
+      if (entry.stage !== 'decision') intents.delete(entry.id); // the call's last record
+      if (!intent.answered) {
+        intent.answered = true;
+        // The intent keeps its segment until this record is durable, so one of them is always on disk.
+        appended.durable.then(() => release(intent.segment), () => undefined);
+      }
       // The durable intent already stands for the call; this record need only be written (it then
       // survives the process; a machine crash before its sync leaves the intent: decision 070).
       return Promise.all([intent.durable, appended.written]).then(() => undefined);
     },
     intend(entry) {
-      const appended = log.append({ intent: entry } satisfies JournalRecord);
+      const appended = log.append({ intent: entry } satisfies JournalRecord, 'now');
       hold(appended.segment);
-      intents.set(entry.id, { segment: appended.segment, durable: appended.durable });
+      intents.set(entry.id, { segment: appended.segment, durable: appended.durable, answered: false });
       return appended.durable;
     },
     handled(entries) {

@@ -97,6 +97,25 @@ describe('local log (decision 070)', () => {
     expect(openLocalLog({ dir }).recovered[0]!.records).toHaveLength(250);
   });
 
+  it('a record nobody waits on rides on the next sync someone needs, or one within lazySyncMs', async () => {
+    const dir = tempDir();
+    const log = openLocalLog({ dir, lazySyncMs: 200 });
+    const completion = log.append({ n: 1 }, 'soon');
+    await completion.written;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(log.syncs).toBe(0);
+    // A record someone waits for: one sync covers both.
+    const intent = log.append({ n: 2 });
+    await Promise.all([intent.durable, completion.durable]);
+    expect(log.syncs).toBe(1);
+    // Alone, it is synced within lazySyncMs.
+    const started = Date.now();
+    await log.append({ n: 3 }, 'soon').durable;
+    expect(log.syncs).toBe(2);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+    await log.close();
+  });
+
   it('refuses the records of a failed write and writes the next ones to a new segment', async () => {
     const dir = tempDir();
     const failures: unknown[] = [];

@@ -25,8 +25,13 @@ export interface LocalLog {
    * A failed write or sync rejects its records and every other record bound for that file (its
    * end is unknown); the next record starts a new segment, so a passing fault (a full disk)
    * does not outlast itself.
+   *
+   * `sync`: `'now'` (the default) starts a sync as soon as the record is written (or right after
+   * the one in flight); `'soon'` is for a record nobody waits on the durability of: it rides on
+   * the next sync, started at the latest `lazySyncMs` after it was written. So a sync someone
+   * waits for does not queue behind one nobody needed yet.
    */
-  append(record: unknown): { segment: number; written: Promise<void>; durable: Promise<void> };
+  append(record: unknown, sync?: 'now' | 'soon'): { segment: number; written: Promise<void>; durable: Promise<void> };
   /** The segments found at open, oldest first, with their complete records. */
   readonly recovered: ReadonlyArray<{ segment: number; records: unknown[] }>;
   /** What was dropped while reading them (torn or corrupt records), one line each. */
@@ -49,11 +54,14 @@ export interface LocalLogOptions {
   segmentBytes?: number;
   /** Told of each failed write or sync (its records are rejected). */
   onFailure?: (err: unknown) => void;
+  /** Longest a `'soon'` record waits, written, for a sync (default 20 ms). */
+  lazySyncMs?: number;
 }
 
 const HEADER_BYTES = 8;
 const SEGMENT_NAME = /^(\d{10})\.log$/;
 const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
+const DEFAULT_LAZY_SYNC_MS = 20;
 /** What `fsync` on a directory answers where the file system does not support it. */
 const DIRECTORY_SYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR', 'EPERM']);
 
@@ -67,7 +75,7 @@ function deferred(): Deferred {
   return { promise, resolve, reject };
 }
 
-interface Pending { segment: number; bytes: Buffer; written: Deferred; durable: Deferred }
+interface Pending { segment: number; bytes: Buffer; now: boolean; written: Deferred; durable: Deferred }
 
 const segmentFile = (dir: string, segment: number) => join(dir, `${String(segment).padStart(10, '0')}.log`);
 
@@ -133,6 +141,10 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
   let unsynced: Pending[] = [];
   let writing = false;
   let syncing: Promise<void> | undefined;
+  /** Whether a written, unsynced record is waited for (`'now'`). */
+  let syncWanted = false;
+  let lazyTimer: NodeJS.Timeout | undefined;
+  const lazySyncMs = options.lazySyncMs ?? DEFAULT_LAZY_SYNC_MS;
   let scheduled = false;
   /** Segments a write or sync failed in: nothing more is written to them. */
   const broken = new Set<number>();
@@ -150,13 +162,25 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
   /** One `fdatasync` at a time; it covers every record written before it started. */
   const startSync = () => {
     if (syncing || unsynced.length === 0 || !file) return;
+    if (lazyTimer) { clearTimeout(lazyTimer); lazyTimer = undefined; }
     const group = unsynced;
     unsynced = [];
+    syncWanted = false;
     const { handle } = file;
     syncing = handle.datasync().then(
       () => { syncs += 1; for (const item of group) item.durable.resolve(); },
       (err: unknown) => { options.onFailure?.(err); fail(err, group); },
-    ).finally(() => { syncing = undefined; startSync(); });
+    ).finally(() => { syncing = undefined; requestSync(); });
+  };
+
+  /** A sync now when a written record is waited for, else one within `lazySyncMs`. */
+  const requestSync = () => {
+    if (unsynced.length === 0) return;
+    if (syncWanted) startSync();
+    else if (!lazyTimer && !syncing) {
+      lazyTimer = setTimeout(() => { lazyTimer = undefined; startSync(); }, lazySyncMs);
+      lazyTimer.unref();
+    }
   };
 
   /** Makes every written record durable and closes the current file (before a new segment, and at close). */
@@ -208,7 +232,8 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
           writes += 1;
           for (const item of run) item.written.resolve();
           unsynced.push(...run);
-          startSync();
+          if (run.some((item) => item.now)) syncWanted = true;
+          requestSync();
         } catch (err) {
           options.onFailure?.(err);
           fail(err, run);
@@ -221,11 +246,11 @@ export function openLocalLog(options: LocalLogOptions): LocalLog {
   };
 
   return {
-    append(record) {
+    append(record, sync = 'now') {
       const bytes = frameRecord(record);
       if (activeBytes > 0 && activeBytes + bytes.length > segmentBytes) { activeSegment += 1; activeBytes = 0; }
       activeBytes += bytes.length;
-      const item: Pending = { segment: activeSegment, bytes, written: deferred(), durable: deferred() };
+      const item: Pending = { segment: activeSegment, bytes, now: sync === 'now', written: deferred(), durable: deferred() };
       if (closed) fail(new Error('the local log is closed'), [item]);
       else {
         pending.push(item);
