@@ -116,7 +116,7 @@ describe('split mode: gateway, policy and audit as three processes on real NATS 
     await client.close();
   });
 
-  it('counts in the home overview and the audit histogram exactly what GET /api/audit lists, protocol requests of the disabled agent included (decision 037)', async () => {
+  it('counts calls in the home overview as the stats do, and in the audit histogram exactly what GET /api/audit lists, protocol requests of the disabled agent listed but not calls (decisions 037, 071)', async () => {
     const get = async <T>(path: string): Promise<T> => {
       const res = await fetch(`${p.baseUrl}${path}`, { headers: { cookie, origin: p.baseUrl } });
       expect(res.status, path).toBe(200);
@@ -134,15 +134,19 @@ describe('split mode: gateway, policy and audit as three processes on real NATS 
       });
       const before = await listed();
       const overview = await get<{ series: Series; totals: { calls: number; denies: number } }>(`/api/dashboard/overview?from=${from}`);
+      const stats = await get<{ calls: number; denied: number }>(`/api/dashboard/stats?from=${from}`);
       const histogram = await get<Series>(`/api/audit/histogram?from=${from}`);
       const after = await listed();
       if (JSON.stringify(before) !== JSON.stringify(after)) { await new Promise((r) => setTimeout(r, 250)); continue; }
-      expect(overview.totals).toEqual(after);
-      expect(sum(overview.series)).toEqual(after);
+      // One definition of a call (decision 071): the overview and the stats agree.
+      expect(overview.totals).toEqual({ calls: stats.calls, denies: stats.denied });
+      expect(sum(overview.series)).toEqual(overview.totals);
       expect(sum(histogram)).toEqual(after);
-      const protocol = (await get<{ total: number }>(`/api/audit?limit=1&service=mcp&from=${from}`)).total;
-      expect(protocol).toBeGreaterThanOrEqual(1); // the disabled agent's initialize, counted as an entry
-      expect(sum(await get<Series>(`/api/audit/histogram?service=mcp&from=${from}`)).calls).toBe(protocol);
+      // The disabled agent's initialize: listed (and in the histogram), not a call.
+      const protocol = (await get<{ total: number }>(`/api/audit?limit=1&tool=initialize&from=${from}`)).total;
+      expect(protocol).toBeGreaterThanOrEqual(1);
+      expect(sum(await get<Series>(`/api/audit/histogram?tool=initialize&from=${from}`)).calls).toBe(protocol);
+      expect(after.calls - overview.totals.calls).toBeGreaterThanOrEqual(protocol);
       settled = true;
     }
     expect(settled).toBe(true);

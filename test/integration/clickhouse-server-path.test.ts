@@ -94,13 +94,13 @@ describe('audit store over ClickHouse\'s HTTP interface (two clients, one store)
     expect(overview.memberDenyRates).toEqual([{ memberId: entries[0]!.memberId, memberName: entries[0]!.memberName, agentId: A, calls: 30, denies: 10 }]);
   });
 
-  it('exports CSV formatted by the engine over HTTP, in table order, formula cells guarded', async () => {
+  it('exports CSV formatted by the engine over HTTP, newest first as the list (decision 071), formula cells guarded', async () => {
     const chunks: Buffer[] = [];
     for await (const chunk of reader.exportLines({ agentIds: [A] }, { limit: 0, offset: 0 }, { format: 'csv', redactPolicyAgentIds: [] })) chunks.push(Buffer.from(chunk));
     const lines = Buffer.concat(chunks).toString('utf8').split('\r\n').filter(Boolean);
     expect(lines).toHaveLength(30);
-    expect(lines[4]).toContain(`'=HYPERLINK`);
-    expect(lines[0]!.startsWith(entries[0]!.timestamp.replace('T', ' ').replace('Z', '')) || lines[0]!.startsWith(entries[0]!.timestamp)).toBe(true);
+    expect(lines[25]).toContain(`'=HYPERLINK`);
+    expect(lines[0]!.startsWith(entries[29]!.timestamp)).toBe(true);
     expect(lines.join('\n')).not.toContain('203.0.113.7'); // callerIp is never a column
   });
 

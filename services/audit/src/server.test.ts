@@ -8,7 +8,7 @@ import {
 } from '@portcullis/core';
 import { loadAuditConfig } from './config.ts';
 import { CSV_HEADER } from './handlers/export-format.ts';
-import { MCP_PROTOCOL_SERVICE, toAuditEntryMsg } from '@portcullis/core';
+import { toAuditEntryMsg } from '@portcullis/core';
 import { startAuditService, type AuditService } from './server.ts';
 import { openAuditStore } from './store/audit-store.ts';
 import { makeEntry, makeTempDir } from './testing/audit-entries.ts';
@@ -141,11 +141,13 @@ describe('redact_policy_agent_ids on Query, and redact_policy_identities on Sess
     const agentId = 'agent-protocol';
     await service.store.insert([
       makeEntry({ agentId, sessionId: 'session-p', decision: 'DENY', timestamp: '2026-10-02T10:00:00.000Z' }),
-      makeEntry({ agentId, sessionId: 'session-p', decision: 'DENY', service: MCP_PROTOCOL_SERVICE, tool: 'tools/list', timestamp: '2026-10-02T10:00:01.000Z' }),
+      // A protocol request (decision 071), and one as decision 025 wrote it (service `mcp`).
+      makeEntry({ agentId, sessionId: 'session-p', decision: 'DENY', service: '', tool: 'tools/list', action: 'Portcullis::Action::"tools/list"', timestamp: '2026-10-02T10:00:01.000Z' }),
+      makeEntry({ agentId, sessionId: 'session-p', decision: 'DENY', service: 'mcp', tool: 'ping', action: 'Portcullis::Action::"ping"', timestamp: '2026-10-02T10:00:02.000Z' }),
     ]);
-    const activity = await unary<{ calls: number; denied: number; tools: Array<{ service: string }> }>('SessionActivity', { agentId, sessionId: 'session-p' });
+    const activity = await unary<{ calls: number; denied: number; tools: Array<{ service: string; tool: string }> }>('SessionActivity', { agentId, sessionId: 'session-p' });
     expect(activity).toMatchObject({ calls: 1, denied: 1 });
-    expect(activity.tools.map((t) => t.service)).not.toContain(MCP_PROTOCOL_SERVICE);
+    expect(activity.tools.map((t) => t.tool)).toEqual(['create_issue']);
   });
 });
 
@@ -162,9 +164,10 @@ describe('Export over gRPC', () => {
     expect(text).not.toContain('secret-policy');
     expect(parseCsv(text)).toEqual([
       ['timestamp', 'agent', 'member', 'tool', 'service', 'resource', 'decision', 'reason', 'duration', 'matched_policy_ids'],
-      [tricky.timestamp, 'Support, "EU"', 'Maria "M" García', 'delete_repo', 'github', 'GithubMCP::Repository::"acme/api"', 'DENY', 'Blocked after hours,\nask an owner', '41.5', 'night-forbid;repo-guard'],
-      [plain.timestamp, 'Support, "EU"', plain.memberName, plain.tool, plain.service, plain.resource, 'ALLOW', plain.reason, '12.5', ''],
+      // Newest first, as the list (decision 071).
       [trusted.timestamp, 'Trusted Bot', 'tom@example.com', 'create_issue', 'github', trusted.resource, 'DENY', 'No', '12.5', ''],
+      [plain.timestamp, 'Support, "EU"', plain.memberName, plain.tool, plain.service, plain.resource, 'ALLOW', plain.reason, '12.5', ''],
+      [tricky.timestamp, 'Support, "EU"', 'Maria "M" García', 'delete_repo', 'github', 'GithubMCP::Repository::"acme/api"', 'DENY', 'Blocked after hours,\nask an owner', '41.5', 'night-forbid;repo-guard'],
     ]);
   });
 
@@ -185,18 +188,19 @@ describe('Export over gRPC', () => {
     const { text } = await exportAll({ format: 'ndjson', redactPolicyAgentIds: [TRUSTED] });
     const entries = text.trim().split('\n').map((line) => JSON.parse(line) as AuditEntry);
     expect(entries).toEqual([
-      tricky,
-      plain,
       { ...trusted, matchedPolicyIds: [], matchedPolicyNames: [], policyDbIds: [], policyVersionIds: [] },
+      plain,
+      tricky,
     ]);
   });
 
   it('limit 0 exports every match; limit and offset page', async () => {
     const all = await exportAll({ filter: filter({ agentIds: [BULK] }) });
     // (Chunking at scale, many ≤ 512 kB messages, is export-scale.test.ts's.)
-    expect(parseCsv(all.text).slice(1).map((row) => row[0])).toEqual(bulk.map((e) => e.timestamp));
+    const newestFirst = [...bulk].reverse();
+    expect(parseCsv(all.text).slice(1).map((row) => row[0])).toEqual(newestFirst.map((e) => e.timestamp));
     const page = await exportAll({ filter: filter({ agentIds: [BULK] }), limit: 2, offset: 1 });
-    expect(parseCsv(page.text).slice(1).map((row) => row[0])).toEqual(bulk.slice(1, 3).map((e) => e.timestamp));
+    expect(parseCsv(page.text).slice(1).map((row) => row[0])).toEqual(newestFirst.slice(1, 3).map((e) => e.timestamp));
   });
 
   it('stops cleanly when the client cancels mid-export', async () => {

@@ -25,7 +25,7 @@ export { AuditQueryService, bindServer, channelOptions, PolicyDecisionService } 
 export type * from './grpc/types.ts';
 export { createMemberVault, openSealed, rewrapMemberVault, sealToMember, unwrapPrivateKey, VaultError, type MemberVault } from './vault.ts';
 export { isolatingFetch } from './mcp/isolating-fetch.ts';
-export { MCP_PROTOCOL_SERVICE } from './mcp/protocol-service.ts';
+export { GATEWAY_ACTION_TYPE, isProtocolRequest, NO_CONNECTOR_CALL_ACTION } from './mcp/protocol-service.ts';
 export { openWithSecret, sealWithSecret } from './secret-box.ts';
 export { deliverToSink, SinkDeliveryError, type SinkTarget, type WebhookSinkBody } from './sinks/deliver.ts';
 export { sinkEntryOf, type SinkEntry } from './sinks/sink-entry.ts';

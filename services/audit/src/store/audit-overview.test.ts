@@ -26,7 +26,7 @@ const entries: AuditEntry[] = [
   deny({ agentId: A1, agentName: 'Ops', memberId: M2, memberName: 'li@example.com', timestamp: at(61), service: 'github', tool: 'delete_repository', matchedPolicyIds: ['no-deletes'], matchedPolicyNames: ['No deletes'], policyDbIds: [P1] }),
   deny({ agentId: A1, agentName: 'Ops', memberId: M2, memberName: 'li@example.com', timestamp: at(62), service: 'github', tool: 'delete_repository', matchedPolicyIds: ['no-deletes', 'repo-guard'], matchedPolicyNames: ['No deletes', 'Repo guard'], policyDbIds: [P1, P2] }),
   deny({ agentId: A2, agentName: 'Night shift', memberId: M2, memberName: 'li@example.com', timestamp: at(600), service: 'slack', tool: 'post_message', matchedPolicyIds: ['quiet'], matchedPolicyNames: ['Quiet hours'], policyDbIds: ['0195f0a0-0000-7000-8000-0000000001f9'] }),
-  makeEntry({ agentId: A2, agentName: 'Night shift', memberId: M1, memberName: 'maria@example.com', timestamp: at(24 * 60 + 30), service: 'mcp', tool: 'initialize', decision: 'DENY', reason: 'Agent is disabled' }),
+  makeEntry({ agentId: A2, agentName: 'Night shift', memberId: M1, memberName: 'maria@example.com', timestamp: at(24 * 60 + 30), service: 'mcp', tool: 'initialize', action: 'Portcullis::Action::"initialize"', decision: 'DENY', reason: 'Agent is disabled' }),
   deny({ agentId: HIDDEN, agentName: 'Not yours', timestamp: at(30), policyDbIds: [P1] }),
 ];
 /** A call still open: its write-ahead record, no completion yet (kept in `audit_open`). */
@@ -96,19 +96,20 @@ describe('overview', () => {
   const overview = (over: { from?: Date; to?: Date; policyAgentIds?: string[] } = {}) =>
     store.overview({ agentIds: [A1, A2], policyAgentIds: [A1, A2], top: 10, ...over });
 
-  it('totals its series, which adds up to query\'s total for the same agents and range', async () => {
+  it('totals its series, which adds up to the tool calls among query\'s entries for the same agents and range (decision 071)', async () => {
     const from = new Date(at(0)), to = new Date(at(24 * 60 + 59));
     const o = await overview({ from, to });
     const { total } = await store.query({ agentIds: [A1, A2], from, to }, { limit: 1, offset: 0 });
-    expect(sum(o.series)).toEqual({ calls: total, denies: 4 });
-    expect({ calls: o.calls, denies: o.denies }).toEqual({ calls: 7, denies: 4 });
+    // The refused `initialize` is listed, not counted as a call.
+    expect(sum(o.series)).toEqual({ calls: total - 1, denies: 3 });
+    expect({ calls: o.calls, denies: o.denies }).toEqual({ calls: 6, denies: 3 });
+    expect(o.calls).toBe((await store.stats({ agentIds: [A1, A2], from, to })).calls);
   });
 
   it('lists top denied tools, top denied policies, deny rates per member and agents with upstream errors', async () => {
     const o = await overview();
     expect(o.topDeniedTools).toEqual([
       { service: 'github', tool: 'delete_repository', denies: 2 },
-      { service: 'mcp', tool: 'initialize', denies: 1 },
       { service: 'slack', tool: 'post_message', denies: 1 },
     ]);
     expect(o.topDeniedPolicies).toEqual([
@@ -118,7 +119,7 @@ describe('overview', () => {
     ]);
     expect(o.memberDenyRates).toEqual([
       { memberId: M2, memberName: 'li@example.com', agentId: expect.any(String), calls: 3, denies: 3 },
-      { memberId: M1, memberName: 'maria@example.com', agentId: expect.any(String), calls: 4, denies: 1 },
+      { memberId: M1, memberName: 'maria@example.com', agentId: expect.any(String), calls: 3, denies: 0 },
     ]);
     expect(o.agentsWithErrors).toEqual([{ agentId: A1, agentName: 'Ops', errors: 1, lastErrorAt: at(5) }]);
   });
@@ -137,5 +138,47 @@ describe('overview', () => {
     expect(await store.overview({ agentIds: [], policyAgentIds: [], top: 10 })).toEqual({
       series: { bucketSeconds: 60, buckets: [] }, calls: 0, denies: 0, topDeniedTools: [], topDeniedPolicies: [], memberDenyRates: [], agentsWithErrors: [],
     });
+  });
+});
+
+describe('one definition of a call (issue 30, decision 071)', () => {
+  // A tool call is any entry but a protocol request (`Portcullis::Action::"<method>"`, or the
+  // legacy service `mcp`) and an approval's events; a tool call with an unknown name is a call.
+  const C = 'agent-ov-calls';
+  const of = (over: Partial<AuditEntry>) => makeEntry({ agentId: C, agentName: 'Counted', memberId: M1, memberName: 'maria@example.com', sessionId: 'session-calls', ...over });
+  const counted = [
+    of({ timestamp: at(3000), service: 'github', tool: 'create_issue' }),
+    deny({ agentId: C, agentName: 'Counted', memberId: M1, memberName: 'maria@example.com', sessionId: 'session-calls', timestamp: at(3001), service: 'github', tool: 'delete_repository' }),
+    of({ timestamp: at(3002), service: 'slack', tool: 'list_channels_typo', action: 'SlackMCP::Action::"list_channels_typo"', resource: 'SlackMCP::Service::"slack"', decision: 'DENY', reason: 'Unknown tool "slack__list_channels_typo".' }),
+    of({ timestamp: at(3003), service: '', tool: 'nope__x', action: 'Portcullis::Action::"tools/call"', resource: `Portcullis::Agent::"${C}"`, decision: 'DENY', reason: 'Unknown tool "nope__x".' }),
+  ];
+  const notCalls = [
+    of({ timestamp: at(3004), service: '', tool: 'initialize', action: 'Portcullis::Action::"initialize"', resource: `Portcullis::Agent::"${C}"`, decision: 'DENY', reason: 'Agent is disabled' }),
+    of({ timestamp: at(3005), service: 'mcp', tool: 'tools/list', action: 'Portcullis::Action::"tools/list"', resource: `Portcullis::Agent::"${C}"`, decision: 'DENY', reason: 'Agent is disabled' }),
+    of({ timestamp: at(3006), service: 'github', tool: 'delete_repository', decision: 'DENY', approvalId: '0190f1a2-0000-7000-8000-00000000c071', approvalEvent: 'denied', reason: 'Denied by an owner' }),
+  ];
+
+  beforeAll(async () => {
+    await store.insert([...counted, ...notCalls]);
+  });
+
+  it('stats, the overview (totals, series, top denied tools, deny rates), member stats and session activity count the same calls', async () => {
+    const filter = { agentIds: [C] };
+    const [stats, o, members, session] = await Promise.all([
+      store.stats(filter), store.overview({ ...filter, policyAgentIds: [C], top: 10 }), store.memberStats(filter), store.sessionActivity(C, 'session-calls'),
+    ]);
+    expect(stats).toEqual({ calls: 4, allowed: 1, denied: 3 });
+    expect({ calls: o.calls, denies: o.denies }).toEqual({ calls: 4, denies: 3 });
+    expect(sum(o.series)).toEqual({ calls: 4, denies: 3 });
+    expect(o.topDeniedTools).toEqual([
+      { service: '', tool: 'nope__x', denies: 1 },
+      { service: 'github', tool: 'delete_repository', denies: 1 },
+      { service: 'slack', tool: 'list_channels_typo', denies: 1 },
+    ]);
+    expect(o.memberDenyRates).toEqual([{ memberId: M1, memberName: 'maria@example.com', agentId: C, calls: 4, denies: 3 }]);
+    expect(members.map((m) => [m.calls, m.allowed, m.denied])).toEqual([[4, 1, 3]]);
+    expect([session.calls, session.allowed, session.denied]).toEqual([4, 1, 3]);
+    // The entries themselves stay in the log.
+    expect((await store.query(filter, { limit: 10, offset: 0 })).total).toBe(7);
   });
 });

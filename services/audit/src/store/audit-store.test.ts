@@ -283,22 +283,22 @@ describe('newest-first pages over a long range', () => {
 });
 
 describe('stream (export read)', () => {
-  it('yields every match in the table order (day, agent, time), applying the filter', async () => {
+  it('yields every match in the list\'s order (newest first, decision 071), applying the filter', async () => {
     const ids: string[] = [];
     for await (const batch of store.stream(wire({}), { limit: 0, offset: 0 })) ids.push(...names(batch));
-    expect(ids).toEqual(['e1', 'e2', 'e3', 'e4', 'e5']);
+    expect(ids).toEqual(['e5', 'e4', 'e3', 'e2', 'e1']);
   });
 
   it('honours limit and offset', async () => {
     const ids: string[] = [];
     for await (const batch of store.stream(wire({}), { limit: 2, offset: 1 })) ids.push(...names(batch));
-    expect(ids).toEqual(['e2', 'e3']);
+    expect(ids).toEqual(['e4', 'e3']);
   });
 
   it('offset without limit skips and returns the rest', async () => {
     const ids: string[] = [];
     for await (const batch of store.stream(wire({ result: 'DENY' }), { limit: 0, offset: 1 })) ids.push(...names(batch));
-    expect(ids).toEqual(['e4']);
+    expect(ids).toEqual(['e2']);
   });
 
   it('yields nothing for no agents', async () => {
@@ -314,7 +314,7 @@ describe('stream (export read)', () => {
     }
     const ids: string[] = [];
     for await (const batch of store.stream(wire({ agent: 'support' }), { limit: 0, offset: 0 })) ids.push(...names(batch));
-    expect(ids).toEqual(['e1', 'e2', 'e5']);
+    expect(ids).toEqual(['e5', 'e2', 'e1']);
   });
 });
 

@@ -1,4 +1,4 @@
-import { APPROVAL_EVENTS_NOT_CALLS, MCP_PROTOCOL_SERVICE, UPSTREAM_ERROR_MARKER, type AuditEntry, type SessionActivityResponse } from '@portcullis/core';
+import { APPROVAL_EVENTS_NOT_CALLS, GATEWAY_ACTION_TYPE, NO_CONNECTOR_CALL_ACTION, UPSTREAM_ERROR_MARKER, type AuditEntry, type SessionActivityResponse } from '@portcullis/core';
 import { whereOf, type AuditFilter, type BoundWhere, type ResolvedFilter } from './audit-filter.ts';
 import { connectClickHouse, type ClickHouseConnection, type ClickHouseTarget } from './clickhouse-connection.ts';
 import { AUDIT_COLUMNS, CANONICAL_UTC, fromClickHouseTime, fromRow, toClickHouseTime, type AuditRow } from './entry-row.ts';
@@ -76,7 +76,7 @@ export interface OverviewFilter extends AuditStatsFilter {
   top: number;
 }
 
-/** The dashboard's home overview (decision 037): every figure over the same entries `query` lists. */
+/** The dashboard's home overview (decision 037): every figure over the tool calls among the entries `query` lists (decision 071). */
 export interface AuditOverview {
   series: AuditHistogram;
   calls: number;
@@ -115,14 +115,15 @@ export interface AuditStore {
   /**
    * The export body (without the CSV header): every match (or `limit` of them, `0` = all,
    * after `offset`) as CSV records or NDJSON lines, formatted by the engine and yielded as
-   * raw byte chunks as they arrive. Rows come in the table's own order (`TABLE_ORDER`: by
-   * day, then agent, then time), read in order rather than sorted, so memory stays flat
-   * however many rows match. See `export-lines.ts` for the exact text.
+   * raw byte chunks as they arrive. Rows come in `query`'s order, newest first
+   * (`timestamp DESC, id DESC`), so an export page is the list's page (decision 071); the
+   * engine sorts with a bounded buffer that spills to disk (`EXPORT_SETTINGS`), so memory
+   * stays flat however many rows match. See `export-lines.ts` for the exact text.
    */
   exportLines(filter: AuditFilter, page: AuditPage, options: ExportOptions): AsyncIterable<Uint8Array>;
   /**
    * The same read as entries (the NDJSON export, parsed), in batches as they arrive: for
-   * callers that need whole entries in the table's order rather than export text.
+   * callers that need whole entries, newest first, rather than export text.
    */
   stream(filter: AuditFilter, page: AuditPage): AsyncIterable<AuditEntry[]>;
   /** Distinct members in the given agents' entries, by name. */
@@ -152,7 +153,7 @@ export interface AuditStore {
    * the oldest match (no match: no buckets) or the later of now and the newest match.
    */
   histogram(filter: AuditFilter): Promise<AuditHistogram>;
-  /** The home overview over the given agents and range (decision 037). */
+  /** The home overview over the given agents and range (decision 037), of tool calls only, as `stats` counts them (decision 071). */
   overview(filter: OverviewFilter): Promise<AuditOverview>;
   /** Applies pending migrations (already done by `openAuditStore`); returns the versions applied. */
   migrate(): Promise<number[]>;
@@ -188,8 +189,8 @@ const MAX_REMEMBERED_NAMES = 100_000;
 const INGEST_SETTINGS = { input_format_parallel_parsing: 0, input_format_json_read_objects_as_strings: 1, date_time_input_format: 'best_effort', input_format_skip_unknown_fields: 1 };
 const TABLE = '{database:Identifier}.audit_entries';
 const SELECT_COLUMNS = AUDIT_COLUMNS.join(', ');
-/** The main table's sort key (migration 003): exports read in this order, without a sort. */
-const TABLE_ORDER = 'toDate(timestamp), agent_id, timestamp, id';
+/** The list's order (`query`, `newestFirstPage`), which exports keep too (decision 071). */
+const LIST_ORDER = 'timestamp DESC, id DESC';
 /**
  * Every entry matching `where`: the main table, which holds each entry once (no FINAL), and
  * the open write-ahead records (decision 035). For aggregates over all entries.
@@ -202,12 +203,21 @@ const ANY_OPEN_SQL = 'SELECT 1 FROM {database:Identifier}.audit_open LIMIT 1';
 const entriesOnce = (columns: string, where: string, withOpen: boolean) => (withOpen
   ? `(SELECT ${columns} FROM ${TABLE} WHERE ${where} UNION ALL SELECT ${columns} FROM (${openRowsSql(`id, ${columns}`, where)} LIMIT 1 BY id))`
   : `(SELECT ${columns} FROM ${TABLE} WHERE ${where})`);
-/** Call counters count tool calls only: refused protocol requests (decision 001) are audited, not calls. */
+/**
+ * The one definition of a call, used by every call counter (stats, member stats, session
+ * activity, the home overview; decision 071): an entry is a tool call unless it records a
+ * protocol request — an action of the proxy's own namespace other than `tools/call`
+ * (`isProtocolRequest` in core; entries of decision 025's `mcp` service carry such an action
+ * too) — or an owner's approval decision, an approval's expiry or an approved call's return,
+ * which are events, not calls (decision 063). A tool call with an unknown name is a call.
+ */
 const TOOL_CALLS_ONLY = {
-  // An owner's approval decision, an approval's expiry and an approved call's return are events, not calls (decision 063).
-  sql: 'service != {protocolService:String} AND approval_event NOT IN {approvalNotCalls:Array(String)}',
-  params: { protocolService: MCP_PROTOCOL_SERVICE, approvalNotCalls: [...APPROVAL_EVENTS_NOT_CALLS] },
+  sql: `NOT (startsWith(action, {gatewayActions:String}) AND action != {noConnectorCall:String})
+    AND approval_event NOT IN {approvalNotCalls:Array(String)}`,
+  params: { gatewayActions: `${GATEWAY_ACTION_TYPE}::`, noConnectorCall: NO_CONNECTOR_CALL_ACTION, approvalNotCalls: [...APPROVAL_EVENTS_NOT_CALLS] },
 };
+/** `where` narrowed to tool calls (`TOOL_CALLS_ONLY`). */
+const callsOf = (where: BoundWhere): BoundWhere => ({ sql: `${where.sql} AND ${TOOL_CALLS_ONLY.sql}`, params: { ...where.params, ...TOOL_CALLS_ONLY.params } });
 
 /** Connects, applies pending migrations and returns the store. */
 export async function openAuditStore(options: AuditStoreOptions): Promise<AuditStore> {
@@ -303,26 +313,16 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     const where = whereOf(resolved);
     const limit = page.limit > 0 ? 'LIMIT {limit:UInt64} ' : '';
     const params = { ...base, ...where.params, limit: page.limit, offset: page.offset, redactAgentIds: [...options.redactPolicyAgentIds] };
-    // The main table in its own order (read in order, no sort), then the calls still open, in
-    // the same order among themselves: the one place an export is not globally in key order
-    // (decision 035). A page (limit/offset) counts across both.
-    const line = `${exportLineOf(options.format)} AS line`;
+    // The list's order (`query`): newest first, calls still open interleaved by time, so a
+    // page (limit/offset) of the export is the same page of the list (decision 071).
+    const source = await anyOpen()
+      ? `(SELECT ${SELECT_COLUMNS} FROM ${TABLE} WHERE ${where.sql} UNION ALL SELECT ${SELECT_COLUMNS} FROM (${openRowsSql(SELECT_COLUMNS, where.sql)} LIMIT 1 BY id))`
+      : `${TABLE} WHERE ${where.sql}`;
     yield* connection.streamRaw(
       `WITH ${REDACTED_ALIAS}
-       SELECT ${line} FROM ${TABLE} WHERE ${where.sql}
-       ORDER BY ${TABLE_ORDER} ${limit}OFFSET {offset:UInt64} ${EXPORT_SETTINGS}`,
+       SELECT ${exportLineOf(options.format)} AS line FROM ${source}
+       ORDER BY ${LIST_ORDER} ${limit}OFFSET {offset:UInt64} ${EXPORT_SETTINGS}`,
       params, EXPORT_LINE_FORMAT,
-    );
-    const [counted] = await selectRows<{ n: number | string }>(`SELECT count() AS n FROM ${TABLE} WHERE ${where.sql}`, where.params);
-    const mainRows = Number(counted?.n ?? 0);
-    const openOffset = Math.max(0, page.offset - mainRows);
-    const openLimit = page.limit > 0 ? page.limit - Math.max(0, Math.min(page.limit, mainRows - page.offset)) : 0;
-    if (page.limit > 0 && openLimit <= 0) return;
-    yield* connection.streamRaw(
-      `WITH ${REDACTED_ALIAS}
-       SELECT ${line} FROM (${openRowsSql(SELECT_COLUMNS, where.sql)} ORDER BY ${TABLE_ORDER} LIMIT 1 BY id)
-       ORDER BY ${TABLE_ORDER} ${openLimit > 0 ? 'LIMIT {openLimit:UInt64} ' : ''}OFFSET {openOffset:UInt64} ${EXPORT_SETTINGS}`,
-      { ...params, openLimit, openOffset }, EXPORT_LINE_FORMAT,
     );
   }
 
@@ -494,11 +494,11 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
 
     async stats(filter) {
       if (filter.agentIds.length === 0) return { calls: 0, allowed: 0, denied: 0 };
-      const where = whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to });
+      const where = callsOf(whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to }));
       const [row] = await selectRows<{ calls: number | string; allowed: number | string; denied: number | string }>(
         `SELECT count() AS calls, countIf(decision = 'ALLOW') AS allowed, countIf(decision = 'DENY') AS denied
-         FROM ${entriesWhere(`${where.sql} AND ${TOOL_CALLS_ONLY.sql}`)}`,
-        { ...where.params, ...TOOL_CALLS_ONLY.params },
+         FROM ${entriesWhere(where.sql)}`,
+        where.params,
       );
       return { calls: Number(row?.calls ?? 0), allowed: Number(row?.allowed ?? 0), denied: Number(row?.denied ?? 0) };
     },
@@ -555,14 +555,14 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
 
     async memberStats(filter) {
       if (filter.agentIds.length === 0) return [];
-      const where = whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to });
+      const where = callsOf(whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to }));
       // `latest_name`, not `member_name`: an alias named like the column would shadow it inside argMax (see `members`).
       const rows = await selectRows<{ member_id: string; latest_name: string; calls: number | string; allowed: number | string; denied: number | string; last: string }>(
         `SELECT member_id, argMax(member_name, timestamp) AS latest_name, count() AS calls,
                 countIf(decision = 'ALLOW') AS allowed, countIf(decision = 'DENY') AS denied, toString(max(timestamp)) AS last
-         FROM ${entriesWhere(`${where.sql} AND ${TOOL_CALLS_ONLY.sql}`)}
+         FROM ${entriesWhere(where.sql)}
          GROUP BY member_id ORDER BY calls DESC, member_id`,
-        { ...where.params, ...TOOL_CALLS_ONLY.params },
+        where.params,
       );
       return rows.map((row) => ({
         memberId: row.member_id, memberName: row.latest_name,
@@ -571,9 +571,9 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
     },
 
     async sessionActivity(agentId, sessionId) {
-      // Tool calls only, as every call counter counts them (protocol requests are audited apart, decision 025).
-      const params = { agent: agentId, session: sessionId, ...TOOL_CALLS_ONLY.params };
-      const scope = `FROM ${entriesWhere(`agent_id = {agent:String} AND session_id = {session:String} AND ${TOOL_CALLS_ONLY.sql}`)}`;
+      // Tool calls only, as every call counter counts them (decision 071).
+      const { sql, params } = callsOf({ sql: 'agent_id = {agent:String} AND session_id = {session:String}', params: { agent: agentId, session: sessionId } });
+      const scope = `FROM ${entriesWhere(sql)}`;
       type Counts = { calls: number | string; allowed: number | string; denied: number | string };
       const counts = (row: Counts) => ({ calls: Number(row.calls), allowed: Number(row.allowed), denied: Number(row.denied) });
       const tally = "count() AS calls, countIf(decision = 'ALLOW') AS allowed, countIf(decision = 'DENY') AS denied";
@@ -604,7 +604,8 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
 
     async overview(filter) {
       const withOpen = filter.agentIds.length > 0 && await anyOpen();
-      const where = filter.agentIds.length === 0 ? undefined : whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to });
+      // Every figure counts tool calls, as the other counters do (decision 071).
+      const where = filter.agentIds.length === 0 ? undefined : callsOf(whereOf({ agentIds: filter.agentIds, from: filter.from, to: filter.to }));
       const series = await histogramOf(where, filter.from, filter.to, withOpen);
       const calls = series.buckets.reduce((n, b) => n + b.calls, 0);
       const denies = series.buckets.reduce((n, b) => n + b.denies, 0);

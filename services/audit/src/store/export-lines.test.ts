@@ -42,6 +42,10 @@ const noSession = (() => {
 /** A write-ahead `decision` row whose completion has not arrived: `stage` shows, as in a Query. */
 const pending = makeEntry({ agentId: AWK, timestamp: '2026-10-01T10:00:06.000Z', stage: 'decision' });
 const allAwkward = [...awkward, noSession, pending];
+/** The export's order, as the list's: newest first (issue 30, decision 071). */
+const newestFirst = (entries: readonly AuditEntry[]) =>
+  [...entries].sort((x, y) => (x.timestamp === y.timestamp ? (x.id < y.id ? 1 : -1) : x.timestamp < y.timestamp ? 1 : -1));
+const exported = newestFirst(allAwkward);
 
 async function exportText(filter: AuditFilter, options: Partial<ExportOptions> = {}, page = { limit: 0, offset: 0 }): Promise<string> {
   const parts: Buffer[] = [];
@@ -62,7 +66,7 @@ afterAll(async () => {
 describe('CSV lines', () => {
   it('are byte for byte the reference formatter\'s records: RFC 4180 quoting, CRLF, formula guard, no callerIp', async () => {
     const text = await exportText({ agentIds: [AWK] });
-    expect(text).toBe(allAwkward.map(csvLine).join(''));
+    expect(text).toBe(exported.map(csvLine).join(''));
     expect(text).not.toContain('203.0.113.7');
     // The guard, spelled out once: a leading ' inside the (quoted where needed) cell.
     expect(text).toContain(`,"'=HYPERLINK(""http://evil.example"",""x"")",'+1 555 0100,'@SUM(A1),github,`);
@@ -73,22 +77,22 @@ describe('CSV lines', () => {
 
   it('empty the policy keys, and the policy names in reasons, of listed agents only', async () => {
     const text = await exportText({ agentIds: [AWK] }, { redactPolicyAgentIds: [AWK] });
-    expect(text).toBe(allAwkward.map((e) => csvLine(redactPolicyIdentities(e))).join(''));
+    expect(text).toBe(exported.map((e) => csvLine(redactPolicyIdentities(e))).join(''));
     // Spelled out once: the generated reasons lose the name, an owner's own message stays.
     expect(text).toContain(',DENY,Denied by policy,12.5,\r\n');
     expect(text).toContain(',ALLOW,"Allowed by policy; upstream error: 503, ""busy""",12.5,\r\n');
     expect(text).toContain(',DENY,Denied: a policy could not be evaluated,12.5,\r\n');
     expect(text).toContain(',DENY,"Ask the owner, not ""Guard""",12.5,\r\n');
     for (const secret of ['say', 'Read, only', 'unknown', 'night-forbid']) expect(text).not.toContain(secret);
-    expect(await exportText({ agentIds: [AWK] }, { redactPolicyAgentIds: ['agent-other'] })).toBe(allAwkward.map(csvLine).join(''));
+    expect(await exportText({ agentIds: [AWK] }, { redactPolicyAgentIds: ['agent-other'] })).toBe(exported.map(csvLine).join(''));
   });
 });
 
 describe('NDJSON lines', () => {
   it('are byte for byte JSON.stringify of the entries as written (sessionId absent when absent, toolArgs an object)', async () => {
     const text = await exportText({ agentIds: [AWK] }, { format: 'ndjson' });
-    expect(text).toBe(allAwkward.map(ndjsonLine).join(''));
-    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual(allAwkward);
+    expect(text).toBe(exported.map(ndjsonLine).join(''));
+    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual(exported);
   });
 
   it('show a write-ahead entry once, as its completion once that arrived', async () => {
@@ -103,7 +107,7 @@ describe('NDJSON lines', () => {
 
   it('empty every policy identity of listed agents', async () => {
     const text = await exportText({ agentIds: [AWK] }, { format: 'ndjson', redactPolicyAgentIds: [AWK] });
-    expect(text).toBe(allAwkward.map((e) => ndjsonLine(redactPolicyIdentities(e))).join(''));
+    expect(text).toBe(exported.map((e) => ndjsonLine(redactPolicyIdentities(e))).join(''));
     for (const secret of ['night-forbid', 'Night forbid', 'pol-1', 'ver-1']) expect(text).not.toContain(secret);
   });
 
@@ -116,15 +120,15 @@ describe('NDJSON lines', () => {
     await store.insert([shadowed, plain]);
     // The store's own read gives the field order the engine writes (`fromRow`).
     const { entries } = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
-    const asRead = [...entries].reverse();
+    const asRead = entries;
     const text = await exportText({ agentIds: [agentId] }, { format: 'ndjson' });
     expect(text).toBe(asRead.map(ndjsonLine).join(''));
-    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual([shadowed, plain]);
+    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual([plain, shadowed]);
     const redacted = await exportText({ agentIds: [agentId] }, { format: 'ndjson', redactPolicyAgentIds: [agentId] });
     expect(redacted).toBe(asRead.map((e) => ndjsonLine(redactPolicyIdentities(e))).join(''));
     expect(redacted).toContain('"shadowDecision":"DENY","shadowPolicyIds":[],"shadowPolicyDbIds":[]');
     for (const secret of ['shadow-guard', 'pol-shadow']) expect(redacted).not.toContain(secret);
-    expect(await exportText({ agentIds: [agentId] })).toBe([shadowed, plain].map(csvLine).join(''));
+    expect(await exportText({ agentIds: [agentId] })).toBe([plain, shadowed].map(csvLine).join(''));
   });
 
   it('carry the approval fields of an approval\'s events (decision 063) in the store\'s order; CSV keeps the spec\'s columns', async () => {
@@ -137,12 +141,12 @@ describe('NDJSON lines', () => {
     const plain = makeEntry({ agentId, timestamp: '2026-10-05T00:00:02.000Z' });
     await store.insert([approved, executed, plain]);
     const { entries } = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
-    const asRead = [...entries].reverse();
-    expect(asRead).toEqual([approved, executed, plain]);
+    const asRead = entries;
+    expect(asRead).toEqual([plain, executed, approved]);
     const text = await exportText({ agentIds: [agentId] }, { format: 'ndjson' });
     expect(text).toBe(asRead.map(ndjsonLine).join(''));
-    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual([approved, executed, plain]);
-    expect(await exportText({ agentIds: [agentId] })).toBe([approved, executed, plain].map(csvLine).join(''));
+    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as AuditEntry)).toEqual([plain, executed, approved]);
+    expect(await exportText({ agentIds: [agentId] })).toBe([plain, executed, approved].map(csvLine).join(''));
   });
 
   it('write {} for stored tool arguments that are not a JSON object, as a Query read does', async () => {
@@ -166,9 +170,8 @@ describe('order and paging', () => {
   const agents = ['agent-order-b', 'agent-order-a', 'agent-order-c'];
   const spread = agents.flatMap((agentId, a) => Array.from({ length: 30 }, (_, i) =>
     makeEntry({ agentId, agentName: agentId, timestamp: new Date(Date.UTC(2026, 7 + (i % 3), 1 + a, 0, 0, i)).toISOString(), reason: `${agentId}-${i}` })));
-  // The table's sort key: day, then agent, then time (migration 003).
-  const keyOf = (e: AuditEntry) => [e.timestamp.slice(0, 10), e.agentId, e.timestamp].join(' ');
-  const keyOrder = [...spread].sort((x, y) => keyOf(x).localeCompare(keyOf(y)));
+  // The list's order, newest first (`timestamp DESC, id DESC`), not the table's (day, agent, time).
+  const keyOrder = newestFirst(spread);
 
   beforeAll(async () => {
     const session = new Session(join(dir.path, 'audit'));
@@ -192,13 +195,30 @@ describe('order and paging', () => {
 
   const reasons = (text: string) => text.trimEnd().split('\n').map((line) => (JSON.parse(line) as AuditEntry).reason);
 
-  it('come in the sort key order (day, agent, time) across partitions and unmerged parts, each id once', async () => {
+  it('come newest first, as the list does, across agents, partitions and unmerged parts, each id once (issue 30)', async () => {
     expect(reasons(await exportText({ agentIds: agents }, { format: 'ndjson' }))).toEqual(keyOrder.map((e) => e.reason));
   });
 
-  it('page with limit and offset over that order', async () => {
+  it('page with limit and offset over that order: `max=1` is the newest entry, pages are the list\'s pages', async () => {
+    expect(reasons(await exportText({ agentIds: agents }, { format: 'ndjson' }, { limit: 1, offset: 0 }))).toEqual([keyOrder[0]!.reason]);
     expect(reasons(await exportText({ agentIds: agents }, { format: 'ndjson' }, { limit: 7, offset: 28 }))).toEqual(keyOrder.slice(28, 35).map((e) => e.reason));
     expect(reasons(await exportText({ agentIds: agents }, { format: 'ndjson' }, { limit: 0, offset: 85 }))).toEqual(keyOrder.slice(85).map((e) => e.reason));
+    for (const offset of [0, 7, 28, 84]) {
+      const { entries } = await store.query({ agentIds: agents }, { limit: 7, offset });
+      expect(reasons(await exportText({ agentIds: agents }, { format: 'ndjson' }, { limit: 7, offset }))).toEqual(entries.map((e) => e.reason));
+    }
+  });
+
+  it('interleave calls still open (write-ahead records without their completion) by time, as the list does', async () => {
+    const agentId = 'agent-order-open';
+    const done = [0, 2, 4].map((s) => makeEntry({ agentId, timestamp: new Date(Date.UTC(2026, 9, 20, 0, 0, s)).toISOString(), reason: `done-${s}` }));
+    const open = [1, 3].map((s) => makeEntry({ agentId, timestamp: new Date(Date.UTC(2026, 9, 20, 0, 0, s)).toISOString(), reason: `open-${s}`, stage: 'decision' }));
+    await store.insert(done);
+    await store.insert(open);
+    const { entries } = await store.query({ agentIds: [agentId] }, { limit: 10, offset: 0 });
+    expect(entries.map((e) => e.reason)).toEqual(['done-4', 'open-3', 'done-2', 'open-1', 'done-0']);
+    expect(reasons(await exportText({ agentIds: [agentId] }, { format: 'ndjson' }))).toEqual(entries.map((e) => e.reason));
+    expect(reasons(await exportText({ agentIds: [agentId] }, { format: 'ndjson' }, { limit: 2, offset: 1 }))).toEqual(['open-3', 'done-2']);
   });
 
   it('apply the filter, and bind its values', async () => {

@@ -23,7 +23,7 @@ export const overviewQuerySchema = withOrderedRange(z.strictObject({
 }));
 
 const statsSchema = z.object({
-  calls: z.number().int().describe('Audit entries of the visible agents within the range'),
+  calls: z.number().int().describe('Tool calls (audit entries other than protocol requests and approval events, decision 071) of the visible agents within the range'),
   allowed: z.number().int(),
   denied: z.number().int(),
   agents: z.number().int().describe('Visible agents that exist now (the range does not apply)'),
@@ -47,7 +47,7 @@ const pendingApprovalsSchema = z.object({
 });
 
 const overviewSchema = z.object({
-  series: histogramSchema.describe('Entries and denies per time bucket; adds up to GET /api/audit\'s total for the same range'),
+  series: histogramSchema.describe('Tool calls and denies per time bucket, counted as GET /api/dashboard/stats counts calls (decision 071)'),
   totals: z.object({ calls: z.number().int(), denies: z.number().int() }),
   topDeniedTools: z.array(z.object({ service: z.string(), tool: z.string(), denies: z.number().int() })),
   topDeniedPolicies: z.array(z.object({
@@ -88,8 +88,9 @@ async function ownedPolicyCount(db: Database, userId: string): Promise<number> {
  * The dashboard's counters (decision 014). Everything is scoped to the caller's `AuditScope`
  * (owned or approved member, and deleted agents they owned — decision 023), exactly like GET /api/audit:
  * - GET /api/dashboard/stats → `{calls, allowed, denied, agents, policies}`: call counters from
- *   the audit service within the optional range; `agents` the visible agents that exist now; `policies`
- *   the policies of the agents the caller owns now (the range does not apply to those two).
+ *   the audit service within the optional range (one definition of a call for every counter,
+ *   decision 071); `agents` the visible agents that exist now; `policies` the policies of the
+ *   agents the caller owns now, as the agent list's `policyCount` (the range does not apply to those two).
  * - GET /api/dashboard/member-stats → `{members:[{memberId, memberName, calls, allowed, denied,
  *   lastCallAt}]}`, most calls first; `agentId` narrows to one visible agent (another id is 404
  *   `not_found`, like an agent that does not exist).
@@ -139,7 +140,7 @@ export async function dashboardRoutes(fastify: FastifyInstance, options: { db: D
   app.get('/api/dashboard/overview', {
     schema: {
       tags: ['dashboard'], querystring: overviewQuerySchema, response: { 200: overviewSchema },
-      description: 'Entries and denies over time, top denied tools and policies, deny rates per member, agents with upstream errors, pending approvals.',
+      description: 'Tool calls and denies over time, top denied tools and policies, deny rates per member, agents with upstream errors, pending approvals: every figure counts calls as GET /api/dashboard/stats does.',
     },
     onRequest: requireUser(options.auth),
     preHandler,

@@ -3,7 +3,7 @@ import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/
 import { uuidv7 } from 'uuidv7';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import {
-  actionUid, AGENT_TYPE, counter, currentTraceHeaders, entityUid, getConnector, histogram, tracerOf, getTool, MCP_PROTOCOL_SERVICE, NO_FORBID_MATCHED,
+  actionUid, AGENT_TYPE, counter, currentTraceHeaders, entityUid, getConnector, histogram, tracerOf, getTool, GATEWAY_ACTION_TYPE, NO_FORBID_MATCHED,
   principalUid, reasonWithoutPolicyNames, redactToolArgs, resourceOf, splitToolName, tracingEnabled,
   type AuditEntry, type AuthorizeResponse,
 } from '@portcullis/core';
@@ -140,17 +140,20 @@ export function createToolCallService(deps: {
     ({ service, tool, action: actionUid(service, tool), resource: resourceOf(service, args).uid });
 
   /**
-   * A request that names no connector tool, held against the agent: a tool call with an
-   * unknown name (`service` empty, `tool` the name as sent) or a protocol request
-   * (`service` MCP_PROTOCOL_SERVICE, `tool` its method).
+   * A request that names no connector, held against the agent (decision 071): `service` empty,
+   * the proxy's own action for `method` — a tool call whose name names no connector (`tool` the
+   * name as sent, method `tools/call`) or a protocol request (`tool` its method).
    */
-  const agentTarget = (context: MemberContext, service: string, tool: string, method: string): Target =>
-    ({ service, tool, action: entityUid('Portcullis::Action', method), resource: entityUid(AGENT_TYPE, context.agentId) });
+  const agentTarget = (context: MemberContext, tool: string, method: string): Target =>
+    ({ service: '', tool, action: entityUid(GATEWAY_ACTION_TYPE, method), resource: entityUid(AGENT_TYPE, context.agentId) });
 
-  /** The target of a tool call named `name`: its catalog tool, or the unknown name. */
+  /**
+   * The target of a tool call named `name`: the connector its prefix names — its catalog tool,
+   * or the unknown tool under that connector's Cedar action (decision 071) — else the name as sent.
+   */
   function callTargetOf(context: MemberContext, name: string, args: Record<string, unknown>): Target {
     const parts = splitToolName(name);
-    return parts && getTool(parts.service, parts.tool) ? toolTarget(parts.service, parts.tool, args) : agentTarget(context, '', clipName(name), 'tools/call');
+    return parts ? toolTarget(parts.service, clipName(parts.tool), args) : agentTarget(context, clipName(name), 'tools/call');
   }
 
   function baseEntry(context: MemberContext, request: ToolCallRequest, target: Target): Omit<AuditEntry, 'decision' | 'reason' | 'durationMs' | 'matchedPolicyIds' | 'matchedPolicyNames' | 'policyVersionIds' | 'policyDbIds'> {
@@ -232,10 +235,10 @@ export function createToolCallService(deps: {
     const traceparent = currentTraceHeaders().traceparent;
     const target = callTargetOf(context, request.name, request.args);
     const base = { ...baseEntry(context, request, target), ...(traceparent ? { traceparent } : {}) };
-    if (target.service === '') {
+    if (!getTool(target.service, target.tool)) {
       // No such tool: a protocol error for the caller, and still a call the owner sees as denied.
       const reason = unknownToolReason(request.name);
-      toolCalls.inc({ service: '', decision: 'DENY' });
+      toolCalls.inc({ service: target.service, decision: 'DENY' });
       const refusal = refusalOf(base, reason, Math.round((performance.now() - started) * 1000) / 1000);
       call.intent = deps.audit.intend(refusal);
       deps.audit.publish(refusal);
@@ -465,12 +468,12 @@ export function createToolCallService(deps: {
      * Audits a request refused before any tool ran (the agent is disabled). A `tools/call` is
      * a tool call and names its tool (or the unknown name); any other request — `method` is
      * its JSON-RPC method, or `HTTP <method>` without a JSON-RPC body — is a protocol request
-     * under MCP_PROTOCOL_SERVICE, which call counters leave out (decisions 001, 025).
+     * (`isProtocolRequest` in core), which call counters leave out (decisions 001, 071).
      */
     auditRefusedRequest(context: MemberContext, request: ToolCallRequest & { method: string }, reason: string) {
       const target = request.method === 'tools/call'
         ? callTargetOf(context, request.name, request.args)
-        : agentTarget(context, MCP_PROTOCOL_SERVICE, clipName(request.method), clipName(request.method));
+        : agentTarget(context, clipName(request.method), clipName(request.method));
       publishRefusal(baseEntry(context, request, target), reason);
     },
   };

@@ -58,6 +58,8 @@ describe('isPolicyDecision', () => {
     [{ service: 'github', tool: 'get_me', reason: 'GitHub is not enabled on this agent' }, false],
     [{ service: 'github', tool: 'get_me', reason: 'GitHub is not connected for this member; connect it in the dashboard first' }, false],
     [{ service: 'github', tool: 'get_me', reason: 'Policy service unavailable: the call was denied because no verdict could be obtained' }, false],
+    // An unknown tool under a connector's prefix names the connector (decision 071); no decision point judged it.
+    [{ service: 'slack', tool: 'list_channels_typo', reason: 'Unknown tool "slack__list_channels_typo". Tool names are <service>__<tool>, exactly as tools/list shows them.' }, false],
     // Call approvals (decision 063): the held call and the approved call are calls; an owner's decision and a return are not.
     [{ service: 'github', tool: 'issue_write', reason: 'Awaiting an owner\'s approval', approvalEvent: 'proposed' }, true],
     [{ service: 'github', tool: 'issue_write', reason: 'Approved by o@example.com', approvalEvent: 'executed' }, true],

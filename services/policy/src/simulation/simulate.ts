@@ -205,6 +205,8 @@ const REFUSED_BEFORE_POLICY: readonly RegExp[] = [
   / is not enabled on this agent$/,
   / is not connected for this member; /,
   /^Policy service unavailable:/,
+  // A tool call with an unknown name names the connector of its prefix (decision 071).
+  /^Unknown tool "/,
 ];
 
 const NOT_CALLS: ReadonlySet<string> = new Set(['approved', 'denied', 'expired', 'returned']);

@@ -23,18 +23,20 @@ export function formatDuration(ms: number): string {
 }
 
 /**
- * `service` of an entry that records an `/mcp` request other than a tool call (initialize,
- * tools/list, `HTTP DELETE`… refused for a disabled agent; decision 001): audited, but not a call.
+ * The proxy's own Cedar actions (decision 071): an entry whose action is one of them, other than
+ * `tools/call`, records an `/mcp` request that is not a tool call (initialize, tools/list,
+ * `HTTP DELETE`… refused for a disabled agent; decision 001): audited, but not a call.
  */
-export const MCP_PROTOCOL_SERVICE = 'mcp';
+const GATEWAY_ACTIONS = 'Portcullis::Action::';
+const NO_CONNECTOR_CALL_ACTION = 'Portcullis::Action::"tools/call"';
 
-/** Whether the entry records a tool call (of a known tool or not), as call counters count them. */
-export function isToolCall(entry: Pick<AuditEntry, 'service'>): boolean {
-  return entry.service !== MCP_PROTOCOL_SERVICE;
+/** Whether the entry records a tool call (of a known tool or not), as call counters count them (`isProtocolRequest` in core). */
+export function isToolCall(entry: Pick<AuditEntry, 'action'>): boolean {
+  return !entry.action.startsWith(GATEWAY_ACTIONS) || entry.action === NO_CONNECTOR_CALL_ACTION;
 }
 
 /** What the entry targeted, in one cell: `github__get_me`, an unknown tool name as sent, or `initialize (MCP request)`. */
-export function targetLabel(entry: Pick<AuditEntry, 'service' | 'tool'>): string {
+export function targetLabel(entry: Pick<AuditEntry, 'service' | 'tool' | 'action'>): string {
   if (!isToolCall(entry)) return `${entry.tool} (MCP request)`;
   return entry.service ? `${entry.service}__${entry.tool}` : entry.tool;
 }
