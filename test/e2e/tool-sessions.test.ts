@@ -248,6 +248,19 @@ describe('tool sessions served by any replica', () => {
     expect((await owner.call('DELETE', `/api/agents/${agentId}/members/${leaving.memberId}`)).status).toBe(204);
     expect((await listed(removedId)).active).toBe(false);
     for (const gateway of t.gateways) expect(await listTools(gateway, leaving.memberKey, removedId)).toBe(401);
+    // The owner keeps seeing it, as its audit entries keep naming it (issue 30): ended, whose, and its activity.
+    expect((await listed(removedId)).session).toMatchObject({
+      status: 'terminated', endReason: 'member_removed', memberId: leaving.memberId, memberEmail: 'leaving@example.com',
+    });
+    const activityOf = () => owner.call('GET', `/api/agents/${agentId}/sessions/${removedId}/activity`);
+    let activity = await activityOf();
+    for (let i = 0; i < 50 && activity.body.calls !== 1; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      activity = await activityOf();
+    }
+    expect(activity.status, activity.text).toBe(200);
+    expect(activity.body).toMatchObject({ calls: 1, session: { id: removedId, memberId: leaving.memberId, memberEmail: 'leaving@example.com', status: 'terminated' } });
+    expect((await owner.call('GET', `/api/agents/${agentId}/sessions?memberId=${leaving.memberId}`)).body.sessions.map((s: { id: string }) => s.id)).toEqual([removedId]);
 
     // Every end was announced (so each session's counters are dropped by every decision point).
     for (let i = 0; i < 50 && ![rotatedId, revokedId, removedId].every((id) => ended.has(id)); i++) await new Promise((r) => setTimeout(r, 100));

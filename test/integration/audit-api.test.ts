@@ -117,7 +117,7 @@ describe('the agent filter after a rename (decision 035)', () => {
 });
 
 describe('GET /api/audit answers every field of the spec (its response schema, decision 045)', () => {
-  it('a full entry keeps every field as recorded: the spec\'s table, `user`, `sessionId` and `policyVersionIds`', async () => {
+  it('a full entry keeps every field as recorded: the spec\'s table, `user`, `sessionId`, `policyVersionIds` and `policyDbIds`', async () => {
     const res = await get(`/api/audit?agentId=${agent.support}&result=DENY&tool=delete`);
     expect(res.statusCode, res.body).toBe(200);
     const s2 = seeded.s2!;
@@ -128,7 +128,7 @@ describe('GET /api/audit answers every field of the spec (its response schema, d
         memberId: memberOf[agent.support]!.owner, memberName: roles.email.owner, user: roles.email.owner, memberKeyId: s2.memberKeyId,
         sessionId: 'session-1', service: 'github', tool: 'delete_repository', action: s2.action, resource: s2.resource, callerIp: CALLER_IP,
         toolArgs: { title: 'Bug', body: 'It broke' }, decision: 'DENY', reason: 's2: no, "really", not now',
-        matchedPolicyIds: ['no-deletes', 'repo-guard'], matchedPolicyNames: ['No deletes', 'Repo guard'], policyVersionIds: ['ver-s2'],
+        matchedPolicyIds: ['no-deletes', 'repo-guard'], matchedPolicyNames: ['No deletes', 'Repo guard'], policyVersionIds: ['ver-s2'], policyDbIds: [P1],
         durationMs: 12.5, principal: s2.principal,
       }],
     });
@@ -165,6 +165,15 @@ describe('the exact agentId filter (decision 045)', () => {
     }
   });
 
+  it('carries each matched policy\'s database id, which is the `policy` filter; redacted as the rest for a member of a trusted agent (issue 30)', async () => {
+    const idsOf = async (url: string, actor: Actor) => ((await get(url, actor)).json().entries as Array<{ policyDbIds: string[] }>).map((e) => e.policyDbIds);
+    expect(await idsOf(`/api/audit?agentId=${agent.trusted}&result=DENY`, 'owner')).toEqual([[P9]]);
+    expect(await idsOf(`/api/audit?agentId=${agent.trusted}&result=DENY`, 'member')).toEqual([[]]);
+    // A standard agent's members see them, and can filter by them.
+    const [[id]] = await idsOf(`/api/audit?agentId=${agent.support}&result=DENY&tool=delete`, 'member') as [[string]];
+    expect(await reasons(`/api/audit?policy=${id}`, 'member')).toEqual(['s2: no, "really", not now']);
+  });
+
   it('keeps the redaction: a member of a trusted agent finds no entry by a hidden policy there', async () => {
     expect(await reasons(`/api/audit?agentId=${agent.trusted}&policy=${P9}`, 'owner')).toEqual(['t1']);
     expect(await reasons(`/api/audit?agentId=${agent.trusted}&policy=${P9}`, 'member')).toEqual([]);
@@ -185,12 +194,15 @@ describe('GET /api/audit/export as CSV', () => {
     expect(res.body.toLowerCase()).not.toContain('callerip');
     expect(res.body.toLowerCase()).not.toContain('caller_ip');
     const rows = parseCsv(res.body).slice(1);
-    // The table's order: agent, then time.
-    expect(col(rows, 'reason')).toEqual(['s1', 's2: no, "really", not now', 's3']);
+    // The list's order: newest first (issue 30, decision 071).
+    expect(col(rows, 'reason')).toEqual(['s3', 's2: no, "really", not now', 's1']);
     expect(rows[1]).toEqual([
       '2026-10-01T11:00:00.000Z', 'Support Desk', roles.email.owner, 'delete_repository', 'github', seeded.s2!.resource, 'DENY', 's2: no, "really", not now', String(seeded.s2!.durationMs), 'no-deletes;repo-guard',
     ]);
     expect(col(rows, 'member')).toEqual([roles.email.member, roles.email.owner, roles.email.member]);
+    // `max=1` is the newest entry, as the list's first.
+    const newest = (await get('/api/audit?limit=1')).json().entries[0] as { timestamp: string; reason: string };
+    expect((await csvRows('max=1')).map((r) => [r[0], r[HEADER.indexOf('reason')]])).toEqual([[newest.timestamp, newest.reason]]);
   });
 
   it.each<[string, string, string[]]>([
@@ -209,7 +221,7 @@ describe('GET /api/audit/export as CSV', () => {
     ['an injection string in member matches nothing', `member=${encodeURIComponent("x' OR 1=1; DROP TABLE audit_entries; --")}`, []],
     ['% and _ are literal in substring filters', 'tool=%25&agent=_', []],
   ])('passes the filters through: %s', async (_label, query, expected) => {
-    // exportAll: the table order is agent first, so a page of 500 could be all Bulk Loader's.
+    // exportAll: a page of 500 could be all Bulk Loader's.
     const rows = await csvRows(query ? `${query}&exportAll=true` : 'exportAll=true');
     const reasons = col(rows, 'reason').filter((r) => !r.startsWith('bulk-')).map((r) => r.slice(0, 2));
     expect(reasons.sort()).toEqual([...expected].sort());
@@ -222,11 +234,11 @@ describe('GET /api/audit/export as CSV', () => {
 
   it('filters by member id', async () => {
     const rows = await csvRows(`member=${memberOf[agent.support]!.member}`);
-    expect(col(rows, 'reason')).toEqual(['s1', 's3']);
+    expect(col(rows, 'reason')).toEqual(['s3', 's1']);
   });
 
-  it('pages with max and offset (max defaults to 500) in the table order; exportAll returns every row beyond 500', async () => {
-    const bulkReasons = Array.from({ length: BULK_ROWS }, (_, i) => `bulk-${i}`);
+  it('pages with max and offset (max defaults to 500) in the list\'s order, newest first; exportAll returns every row beyond 500', async () => {
+    const bulkReasons = Array.from({ length: BULK_ROWS }, (_, i) => `bulk-${i}`).reverse();
     expect(col(await csvRows('agent=bulk'), 'reason')).toEqual(bulkReasons.slice(0, 500));
     expect(col(await csvRows('agent=bulk&max=500&offset=500'), 'reason')).toEqual(bulkReasons.slice(500, 1000));
     expect(col(await csvRows('agent=bulk&max=500&offset=1000'), 'reason')).toEqual(bulkReasons.slice(1000));
@@ -236,6 +248,9 @@ describe('GET /api/audit/export as CSV', () => {
     expect(col(await csvRows('agent=bulk&exportAll=true&max=10'), 'reason')).toEqual(bulkReasons);
     expect(col(await csvRows('agent=bulk&exportAll=true&offset=1200'), 'reason')).toEqual([bulkReasons[1200]]);
     expect(col(await csvRows('agent=bulk&exportAll=false&max=2'), 'reason')).toEqual(bulkReasons.slice(0, 2));
+    // A page of the export is the same page of the list.
+    const listed = (await get('/api/audit?agent=bulk&limit=3&offset=7')).json().entries as Array<{ reason: string }>;
+    expect(col(await csvRows('agent=bulk&max=3&offset=7'), 'reason')).toEqual(listed.map((e) => e.reason));
     // Everything visible, all agents together: 5 + 1201 rows.
     expect(await csvRows('exportAll=true')).toHaveLength(5 + BULK_ROWS);
   });
@@ -273,7 +288,7 @@ describe('GET /api/audit/export as NDJSON', () => {
     expect(res.headers['content-type']).toBe('application/x-ndjson');
     expect(res.headers['content-disposition']).toMatch(/^attachment; filename="portcullis-audit-\d{8}-\d{6}\.ndjson"$/);
     const lines = res.body.split('\n').filter(Boolean).map((line) => JSON.parse(line) as AuditEntry);
-    expect(lines.map((e) => e.id)).toEqual([seeded.s1!.id, seeded.s2!.id]);
+    expect(lines.map((e) => e.id)).toEqual([seeded.s3!.id, seeded.s2!.id]);
     expect(lines[1]).toMatchObject({
       agentId: agent.support, agentName: 'Support Desk', memberId: memberOf[agent.support]!.owner, decision: 'DENY',
       matchedPolicyIds: ['no-deletes', 'repo-guard'], tool: 'delete_repository', timestamp: '2026-10-01T11:00:00.000Z',
@@ -329,6 +344,18 @@ describe('GET /api/dashboard/stats', () => {
     // The approved member sees the same calls and agents but owns no policies.
     expect((await get('/api/dashboard/stats', 'member')).json()).toEqual({ calls: 5 + BULK_ROWS, allowed: 2 + BULK_ROWS, denied: 3, agents: 3, policies: 0 });
     expect((await get('/api/dashboard/stats', 'outsider')).json()).toEqual({ calls: 1, allowed: 1, denied: 0, agents: 1, policies: 1 });
+  });
+
+  it('counts policies by one rule with the agent list: an agent\'s policies count for its owners only (issue 30, decision 071)', async () => {
+    for (const actor of ['owner', 'member', 'outsider'] as const) {
+      const { agents } = (await get('/api/agents?limit=100', actor)).json() as { agents: Array<{ id: string; policyCount: number; membership: { role: string } }> };
+      const { policies } = (await get('/api/dashboard/stats', actor)).json() as { policies: number };
+      expect(agents.reduce((n, a) => n + a.policyCount, 0), actor).toBe(policies);
+      for (const a of agents.filter((x) => x.membership.role !== 'owner')) expect(a.policyCount, `${actor} on ${a.id}`).toBe(0);
+    }
+    // The owner sees Support Desk's two, as before.
+    const { agents } = (await get('/api/agents?limit=100')).json() as { agents: Array<{ id: string; policyCount: number }> };
+    expect(agents.find((a) => a.id === agent.support)!.policyCount).toBe(2);
   });
 
   it('applies from/to to the call counters only', async () => {
@@ -453,7 +480,7 @@ describe('an entry without an MCP session (last: it adds an entry the counts abo
     const { entries } = (await get(`/api/audit?agentId=${agent.support}&to=2026-08-01`)).json() as { entries: Array<Record<string, unknown>> };
     expect(entries).toHaveLength(1);
     expect(entries[0]).not.toHaveProperty('sessionId');
-    expect(entries[0]).toMatchObject({ id: lone.id, reason: 'no-session', toolArgs: { nested: { list: [1, 'two', null] } }, matchedPolicyIds: [], policyVersionIds: [] });
-    expect(Object.keys(entries[0]!)).toHaveLength(21);
+    expect(entries[0]).toMatchObject({ id: lone.id, reason: 'no-session', toolArgs: { nested: { list: [1, 'two', null] } }, matchedPolicyIds: [], policyVersionIds: [], policyDbIds: [] });
+    expect(Object.keys(entries[0]!)).toHaveLength(22);
   });
 });

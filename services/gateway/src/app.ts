@@ -159,7 +159,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   await app.register(swagger, {
     openapi: {
-      info: { title: 'Portcullis API', version: '0.1.0', description: 'REST API of the Portcullis gateway (dashboard session cookie).' },
+      info: {
+        title: 'Portcullis API', version: '0.1.0',
+        description: 'REST API of the Portcullis gateway (dashboard session cookie). A request that changes state (any method but GET, HEAD, '
+          + 'OPTIONS) and carries the session cookie must send an `Origin` header (or, without it, `Referer`) equal to the public origin '
+          + '(`PUBLIC_URL`; outside production a loopback origin also passes), else it is refused with 403 `forbidden`: scripts that '
+          + 'reuse the cookie send `Origin: <PUBLIC_URL>` themselves (decision 068).',
+      },
       components: { securitySchemes: { session: { type: 'apiKey', in: 'cookie', name: 'portcullis_session' } } },
       security: [{ session: [] }],
     },

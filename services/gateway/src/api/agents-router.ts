@@ -52,7 +52,7 @@ export const agentSchema = z.object({
   key: z.object({ displaySuffix: z.string().nullable(), lastUsedAt: z.string().nullable() }),
   membership: z.object({ id: z.string(), role: memberRole, status: memberStatus, memberCount: z.number() }),
   connections: z.array(z.object({ service: z.string(), identityInfo })),
-  policyCount: z.number(),
+  policyCount: z.number().describe('Policies of the agent (enabled or not) for its owners; 0 for members, who cannot read policies (decisions 012, 071)'),
   createdAt: z.string(),
 });
 

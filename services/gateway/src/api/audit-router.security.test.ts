@@ -185,7 +185,7 @@ describe('OpenAPI', () => {
     const entry = (full.paths['/api/audit']!.get.responses['200']!.content!['application/json']!.schema!.properties!.entries as { items: { properties: Record<string, unknown>; required: string[] } }).items;
     expect(Object.keys(entry.properties).sort()).toEqual([
       'action', 'agentId', 'agentName', 'approvalEvent', 'approvalId', 'approverId', 'approverName', 'callerIp', 'decision', 'durationMs', 'id', 'matchedPolicyIds', 'matchedPolicyNames', 'memberId', 'memberKeyId',
-      'memberName', 'oauthClientId', 'policyVersionIds', 'principal', 'reason', 'resource', 'service', 'sessionId', 'shadowDecision', 'shadowPolicyIds',
+      'memberName', 'oauthClientId', 'policyDbIds', 'policyVersionIds', 'principal', 'reason', 'resource', 'service', 'sessionId', 'shadowDecision', 'shadowPolicyIds',
       'timestamp', 'tool', 'toolArgs', 'user',
     ]);
     expect(entry.required).not.toContain('shadowDecision');

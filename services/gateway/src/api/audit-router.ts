@@ -110,8 +110,8 @@ const EXPORT_CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', ndjson: 'applicat
 
 /**
  * An audit entry as the REST API shows it: every field of the specification's table, plus
- * `user` (the list example's name for `memberName`) and `policyVersionIds` (the versions in
- * force, spec §7). The serializer keeps only what this schema names, so it names them all.
+ * `user` (the list example's name for `memberName`), `policyVersionIds` (the versions in
+ * force, spec §7) and `policyDbIds` (what the `policy` filter takes, decision 071). The serializer keeps only what this schema names, so it names them all.
  */
 export const auditEntrySchema = z.object({
   id: z.string().describe('Unique entry id'),
@@ -135,6 +135,8 @@ export const auditEntrySchema = z.object({
   matchedPolicyIds: z.array(z.string()).describe('Keys of the policies that matched (empty where the caller may not see them)'),
   matchedPolicyNames: z.array(z.string()),
   policyVersionIds: z.array(z.string()).describe('The version in force of each matched policy'),
+  policyDbIds: z.array(z.string())
+    .describe('Database id of each matched policy: the `policy` filter (empty where the caller may not see policy identities, decision 022)'),
   durationMs: z.number().describe('Total proxy time, upstream included'),
   principal: z.string().describe('Cedar principal used in evaluation'),
   shadowDecision: z.enum(['ALLOW', 'DENY', 'APPROVAL_REQUIRED']).optional()
@@ -180,6 +182,7 @@ export function toApiEntry(e: AuditEntryMsg): z.output<typeof auditEntrySchema> 
     matchedPolicyIds: e.matchedPolicyIds,
     matchedPolicyNames: e.matchedPolicyNames,
     policyVersionIds: e.policyVersionIds,
+    policyDbIds: e.matchedPolicyDbIds,
     durationMs: e.durationMs,
     principal: e.principal,
     ...(e.shadowDecision === 'ALLOW' || e.shadowDecision === 'DENY' || e.shadowDecision === 'APPROVAL_REQUIRED'

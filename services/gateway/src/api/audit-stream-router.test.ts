@@ -115,8 +115,8 @@ describe('GET /api/audit/stream (in-process bus)', () => {
     expect(first).toEqual(toApiEntry(toAuditEntryMsg(completed)));
     expect(first).toMatchObject({ id: allowed.id, durationMs: 42, user: 'maria@example.com', timestamp: allowed.timestamp, toolArgs: { title: 'hello' } });
     expect(first).not.toHaveProperty('stage');
-    expect(first).not.toHaveProperty('policyDbIds');
-    expect(JSON.parse(got[1]!.data)).toMatchObject({ decision: 'DENY', reason: 'Nope', matchedPolicyIds: ['no-issues'] });
+    // The policies' database ids (the `policy` filter), as GET /api/audit shows them (decision 071).
+    expect(JSON.parse(got[1]!.data)).toMatchObject({ decision: 'DENY', reason: 'Nope', matchedPolicyIds: ['no-issues'], policyDbIds: [P1] });
   });
 
   it('honours every filter of GET /api/audit', async () => {
@@ -214,7 +214,7 @@ describe('GET /api/audit/stream (in-process bus)', () => {
     const data = (s: SseStream, id: string) => JSON.parse(s.events.find(idIs(id))!.data) as Record<string, unknown>;
 
     expect(data(memberStream, generated.id)).toEqual(toApiEntry(toAuditEntryMsg(redactPolicyIdentities(generated))));
-    expect(data(memberStream, generated.id)).toMatchObject({ reason: 'Denied by policy', matchedPolicyIds: [], matchedPolicyNames: [], policyVersionIds: [] });
+    expect(data(memberStream, generated.id)).toMatchObject({ reason: 'Denied by policy', matchedPolicyIds: [], matchedPolicyNames: [], policyVersionIds: [], policyDbIds: [] });
     expect(data(memberStream, ownersMessage.id)).toMatchObject({ reason: 'Ask the owner first', matchedPolicyIds: [] });
     expect(data(memberStream, onStandard.id)).toMatchObject({ reason: 'Denied by policy "Night freeze"', matchedPolicyIds: ['night-freeze'] });
     const trustedFrames = memberStream.events.filter((e) => e.id === generated.id || e.id === ownersMessage.id).map((e) => e.data).join('\n');
@@ -222,6 +222,7 @@ describe('GET /api/audit/stream (in-process bus)', () => {
     expect(entriesOf(memberByPolicy).map((e) => e.id)).toEqual([onStandard.id]);
     // The owner sees everything.
     expect(data(ownerStream, generated.id)).toEqual(toApiEntry(toAuditEntryMsg(generated)));
+    expect(data(ownerStream, generated.id)).toMatchObject({ policyDbIds: [P9] });
     expect(entriesOf(ownerStream).map((e) => e.id)).toEqual([generated.id, ownersMessage.id]);
   });
 

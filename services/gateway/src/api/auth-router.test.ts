@@ -88,6 +88,19 @@ describe('auth routes', () => {
     expect(still.json()).toMatchObject({ authenticated: true });
   });
 
+  it('tells automation that writes with the session cookie to send Origin: the OpenAPI description and the 403 say so (issue 30)', async () => {
+    const doc = (await h.request({ method: 'GET', url: '/api/openapi.json' })).json() as { info: { description: string } };
+    expect(doc.info.description).toContain('`Origin`');
+    expect(doc.info.description).toContain('403');
+    const cookie = await h.signIn('automation@example.com');
+    // A script's POST without Origin or Referer (app.inject itself sends none).
+    const res = await h.app.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie } });
+    expect(res.statusCode).toBe(403);
+    expect(res.json().error.message).toContain(`Origin: ${HARNESS_ORIGIN}`);
+    const withOrigin = await h.app.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie, origin: HARNESS_ORIGIN } });
+    expect(withOrigin.statusCode).toBe(200);
+  });
+
   it('publishes an OpenAPI document generated from the route schemas', async () => {
     const res = await h.request({ method: 'GET', url: '/api/openapi.json' });
     expect(res.statusCode).toBe(200);

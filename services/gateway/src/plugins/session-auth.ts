@@ -59,7 +59,8 @@ export function sameOriginGuard(policy: SameOriginPolicy) {
     const accepted = origin !== undefined && (origin.origin === publicOrigin
       || (policy.allowLoopbackOrigins && (origin.protocol === 'http:' || origin.protocol === 'https:') && isLoopbackHostname(origin.hostname)));
     if (!accepted) {
-      throw new ApiError('forbidden', 'Cross-site request refused: state-changing requests must come from the dashboard\'s origin.');
+      // Scripts that reuse the cookie hear what to send (decision 071); the public origin is no secret.
+      throw new ApiError('forbidden', `Cross-site request refused: state-changing requests must come from the dashboard's origin (send Origin: ${publicOrigin}).`);
     }
   };
 }

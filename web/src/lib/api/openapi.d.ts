@@ -527,6 +527,8 @@ export interface paths {
                                 matchedPolicyNames: string[];
                                 /** @description The version in force of each matched policy */
                                 policyVersionIds: string[];
+                                /** @description Database id of each matched policy: the `policy` filter (empty where the caller may not see policy identities, decision 022) */
+                                policyDbIds: string[];
                                 /** @description Total proxy time, upstream included */
                                 durationMs: number;
                                 /** @description Cedar principal used in evaluation */
@@ -786,7 +788,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description Audit entries of the visible agents within the range */
+                            /** @description Tool calls (audit entries other than protocol requests and approval events, decision 071) of the visible agents within the range */
                             calls: number;
                             allowed: number;
                             denied: number;
@@ -866,7 +868,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Entries and denies over time, top denied tools and policies, deny rates per member, agents with upstream errors, pending approvals. */
+        /** @description Tool calls and denies over time, top denied tools and policies, deny rates per member, agents with upstream errors, pending approvals: every figure counts calls as GET /api/dashboard/stats does. */
         get: {
             parameters: {
                 query?: {
@@ -888,7 +890,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description Entries and denies per time bucket; adds up to GET /api/audit's total for the same range */
+                            /** @description Tool calls and denies per time bucket, counted as GET /api/dashboard/stats counts calls (decision 071) */
                             series: {
                                 /** @description Width of every bucket: 60 s to 1 day, whole days for ranges over ~200 days */
                                 bucketSeconds: number;
@@ -1387,6 +1389,7 @@ export interface paths {
                                         [key: string]: unknown;
                                     };
                                 }[];
+                                /** @description Policies of the agent (enabled or not) for its owners; 0 for members, who cannot read policies (decisions 012, 071) */
                                 policyCount: number;
                                 createdAt: string;
                             }[];
@@ -1451,6 +1454,7 @@ export interface paths {
                                     [key: string]: unknown;
                                 };
                             }[];
+                            /** @description Policies of the agent (enabled or not) for its owners; 0 for members, who cannot read policies (decisions 012, 071) */
                             policyCount: number;
                             createdAt: string;
                         };
@@ -1518,6 +1522,7 @@ export interface paths {
                                     [key: string]: unknown;
                                 };
                             }[];
+                            /** @description Policies of the agent (enabled or not) for its owners; 0 for members, who cannot read policies (decisions 012, 071) */
                             policyCount: number;
                             createdAt: string;
                         };
@@ -1581,6 +1586,7 @@ export interface paths {
                                     [key: string]: unknown;
                                 };
                             }[];
+                            /** @description Policies of the agent (enabled or not) for its owners; 0 for members, who cannot read policies (decisions 012, 071) */
                             policyCount: number;
                             createdAt: string;
                         };
@@ -1677,6 +1683,7 @@ export interface paths {
                                     [key: string]: unknown;
                                 };
                             }[];
+                            /** @description Policies of the agent (enabled or not) for its owners; 0 for members, who cannot read policies (decisions 012, 071) */
                             policyCount: number;
                             createdAt: string;
                         };
@@ -1752,6 +1759,7 @@ export interface paths {
                                     [key: string]: unknown;
                                 };
                             }[];
+                            /** @description Policies of the agent (enabled or not) for its owners; 0 for members, who cannot read policies (decisions 012, 071) */
                             policyCount: number;
                             createdAt: string;
                         };

@@ -1,8 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { agents } from './agents.ts';
-import { memberKeys } from './member-keys.ts';
-import { members } from './members.ts';
 
 export type ToolSessionStatus = 'active' | 'terminated';
 
@@ -14,8 +12,14 @@ export type ToolSessionStatus = 'active' | 'terminated';
 export const toolSessions = pgTable('tool_sessions', {
   id: text('id').primaryKey(),
   agentId: uuid('agent_id').notNull().references(() => agents.id, { onDelete: 'cascade' }),
-  memberId: uuid('member_id').notNull().references(() => members.id, { onDelete: 'cascade' }),
-  keyId: uuid('key_id').notNull().references(() => memberKeys.id, { onDelete: 'cascade' }),
+  /**
+   * The member and key that opened it. Not foreign keys: a session outlives its member's
+   * removal (and their keys' deletion), as the audit entries that name it do (decision 071).
+   */
+  memberId: uuid('member_id').notNull(),
+  keyId: uuid('key_id').notNull(),
+  /** The member's e-mail, written when the member is removed (until then it is read from `members`). */
+  memberEmail: text('member_email'),
   clientName: text('client_name').notNull().default(''),
   clientVersion: text('client_version').notNull().default(''),
   protocolVersion: text('protocol_version').notNull().default(''),

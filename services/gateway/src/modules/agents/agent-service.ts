@@ -18,6 +18,7 @@ export interface AgentView {
   membership: { id: string; role: 'owner' | 'member'; status: 'pending' | 'approved' | 'rejected'; memberCount: number };
   /** The caller's own connections: metadata only, never tokens. */
   connections: Array<{ service: string; identityInfo: Record<string, unknown> }>;
+  /** Policies of the agent, enabled or not, for an approved owner; 0 for anyone else (they cannot read policies, decision 012). */
   policyCount: number;
   createdAt: string;
 }
@@ -48,7 +49,9 @@ function toView({ agent, membership }: AgentWithMembership, facts: AgentFacts): 
     key: { displaySuffix: key?.displaySuffix ?? null, lastUsedAt: key?.lastUsedAt?.toISOString() ?? null },
     membership: { id: membership.id, role: membership.role, status: membership.status, memberCount: facts.memberCount.get(agent.id) ?? 0 },
     connections: (facts.connections.get(membership.id) ?? []).map((c) => ({ service: c.service, identityInfo: c.identityInfo })),
-    policyCount: facts.policyCount.get(agent.id) ?? 0,
+    // Policies are the owners' (decision 012): a count of what the caller cannot open is 0,
+    // as GET /api/dashboard/stats counts them (decision 071).
+    policyCount: membership.role === 'owner' && membership.status === 'approved' ? facts.policyCount.get(agent.id) ?? 0 : 0,
     createdAt: agent.createdAt.toISOString(),
   };
 }

@@ -8,7 +8,7 @@ import { INVITE_TTL_MS, readInviteToken, signInviteToken } from './invite-tokens
 import {
   loadMemberOfAgent, loadSelfOrOwnerTarget, memberSummaryOf, memberViewOf, memberViewsOf, seesInFull, type ConnectionView, type MemberSummary, type MemberView,
 } from './member-views.ts';
-import { announceEndedSessions, endSessionsOfKeys } from '../sessions/session-registry.ts';
+import { announceEndedSessions, endSessionsOfKeys, keepSessionsOfRemovedMember } from '../sessions/session-registry.ts';
 
 const { agents, connections, invites, memberKeys, members, users } = schema;
 
@@ -373,6 +373,7 @@ export function createMemberService(deps: {
         const ids = keys.map((k) => k.id);
         // Ended before the cascade deletes them, so their counters are dropped too.
         const endedSessions = await endSessionsOfKeys(tx, ids, 'member_removed', new Date(now()));
+        await keepSessionsOfRemovedMember(tx, memberId, target.email);
         await tx.delete(members).where(eq(members.id, memberId));
         return { keyIds: ids, ended: endedSessions };
       });

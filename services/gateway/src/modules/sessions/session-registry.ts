@@ -29,6 +29,15 @@ export async function endSessionsOfKeys(tx: Pick<Database, 'update'>, keyIds: re
     .returning({ sessionId: toolSessions.id, agentId: toolSessions.agentId });
 }
 
+/**
+ * Inside the transaction that deletes a member's row: their sessions keep the member's e-mail,
+ * so owners still list them and read their activity, as the audit entries that name them stay
+ * (decision 071). Call it after `endSessionsOfKeys`.
+ */
+export async function keepSessionsOfRemovedMember(tx: Pick<Database, 'update'>, memberId: string, email: string): Promise<void> {
+  await tx.update(toolSessions).set({ memberEmail: email }).where(eq(toolSessions.memberId, memberId));
+}
+
 /** Publishes `session.ended` for sessions `endSessionsOfKeys` ended (their counters are dropped). */
 export function announceEndedSessions(bus: Pick<Bus, 'publishChange'>, ended: readonly EndedSession[]): void {
   for (const { sessionId, agentId } of ended) bus.publishChange({ kind: 'session.ended', sessionId, agentId });
@@ -213,7 +222,8 @@ export function createSessionRegistry(deps: {
     endedAt: row.endedAt?.toISOString() ?? null, endReason: row.endReason ?? (statusOf(row) === 'expired' ? 'expired' : null),
   });
 
-  const withEmail = { ...getTableColumns(toolSessions), memberEmail: members.email };
+  // A removed member's sessions stay (decision 071): their e-mail was kept on the session.
+  const withEmail = { ...getTableColumns(toolSessions), memberEmail: sql<string>`coalesce(${members.email}, ${toolSessions.memberEmail}, '')` };
 
   return {
     async open(session) {
@@ -227,7 +237,7 @@ export function createSessionRegistry(deps: {
     },
     end,
     async get(agentId, id) {
-      const [row] = await deps.db.select(withEmail).from(toolSessions).innerJoin(members, eq(members.id, toolSessions.memberId))
+      const [row] = await deps.db.select(withEmail).from(toolSessions).leftJoin(members, eq(members.id, toolSessions.memberId))
         .where(and(eq(toolSessions.agentId, agentId), eq(toolSessions.id, id))).limit(1);
       return row ? view(row) : undefined;
     },
@@ -241,7 +251,7 @@ export function createSessionRegistry(deps: {
       await flush();
       const where = and(...conditions);
       const [rows, [total]] = await Promise.all([
-        deps.db.select(withEmail).from(toolSessions).innerJoin(members, eq(members.id, toolSessions.memberId))
+        deps.db.select(withEmail).from(toolSessions).leftJoin(members, eq(members.id, toolSessions.memberId))
           .where(where).orderBy(desc(toolSessions.createdAt), desc(toolSessions.id)).limit(query.limit).offset(query.offset),
         deps.db.select({ n: count() }).from(toolSessions).where(where),
       ]);
