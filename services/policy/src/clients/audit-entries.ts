@@ -25,9 +25,9 @@ export const AUDIT_QUERY_PAGE_MAX = 500;
 
 /**
  * A client of `portcullis.audit.v1.AuditQuery` at `address`. Reads through `Query`, page by
- * page (500 entries each), because it is the only read that answers newest first; `Export`
- * streams in the table's own order. The channel connects on first use, so the audit service
- * may start after the decision point.
+ * page (500 entries each), newest first. (`Export` answers in the same order since decision
+ * 071 and could stream the whole window at once.) The channel connects on first use, so the
+ * audit service may start after the decision point.
  */
 export function createAuditEntrySource(address: string, options: { timeoutMs?: number } = {}): AuditEntrySource {
   const timeoutMs = options.timeoutMs ?? 10_000;
