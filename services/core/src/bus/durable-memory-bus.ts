@@ -27,7 +27,7 @@ export function createAuditJournal(log: LocalLog, report: (message: string, err?
    * Intents of calls whose last record is not appended yet, by entry id; `answered` once a
    * record of the call was appended (the intent's segment is then released when that is durable).
    */
-  const intents = new Map<string, { segment: number; durable: Promise<void>; answered: boolean }>();
+  const intents = new Map<string, { segment: number; written: Promise<void>; answered: boolean }>();
   let removing: Promise<void> = Promise.resolve();
 
   const hold = (segment: number) => { needed.set(segment, (needed.get(segment) ?? 0) + 1); };
@@ -94,28 +94,27 @@ export function createAuditJournal(log: LocalLog, report: (message: string, err?
     replay,
     append(entry) {
       const intent = intents.get(entry.id);
-      // A record of a call with an intent rides on the next sync (nobody waits for it: below);
-      // any other is synced at once, as the bus's contract says.
-      const appended = log.append({ entry } satisfies JournalRecord, intent ? 'soon' : 'now');
+      // Accepted once written (the record then survives the process); the group sync that makes
+      // it survive the machine follows in the background, within the log's lazy sync (decision 070).
+      const appended = log.append({ entry } satisfies JournalRecord, 'soon');
       keep(entry, appended.segment);
       // A record the log failed to keep is refused (the bus does not queue it): it holds its segment no more.
       appended.written.catch(() => forget(entry, appended.segment));
-      if (!intent) return appended.durable;
+      if (!intent) return appended.written;
       if (entry.stage !== 'decision') intents.delete(entry.id); // the call's last record
       if (!intent.answered) {
         intent.answered = true;
         // The intent keeps its segment until this record is durable, so one of them is always on disk.
         appended.durable.then(() => release(intent.segment), () => undefined);
       }
-      // The durable intent already stands for the call; this record need only be written (it then
-      // survives the process; a machine crash before its sync leaves the intent: decision 070).
-      return Promise.all([intent.durable, appended.written]).then(() => undefined);
+      // The intent stands for the call until this record is on disk; both need only be written.
+      return Promise.all([intent.written, appended.written]).then(() => undefined);
     },
     intend(entry) {
-      const appended = log.append({ intent: entry } satisfies JournalRecord, 'now');
+      const appended = log.append({ intent: entry } satisfies JournalRecord, 'soon');
       hold(appended.segment);
-      intents.set(entry.id, { segment: appended.segment, durable: appended.durable, answered: false });
-      return appended.durable;
+      intents.set(entry.id, { segment: appended.segment, written: appended.written, answered: false });
+      return appended.written;
     },
     handled(entries) {
       for (const entry of entries) {
@@ -137,7 +136,8 @@ export function createAuditJournal(log: LocalLog, report: (message: string, err?
 
 /**
  * The in-process bus of single-process mode with its audit entries kept in a local log under
- * `dir` (decision 070): an entry is accepted once it is durable (group commit), replayed into
+ * `dir` (decision 070): an entry is accepted once it is written to the log (it survives the
+ * process; one fdatasync per group follows in the background, within `lazySyncMs`), replayed into
  * the audit writer after a crash, and deleted once the writer stored it. `report` is told of
  * torn records dropped, replays, failed writes and syncs, and failed deletions.
  */

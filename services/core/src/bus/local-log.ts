@@ -54,14 +54,14 @@ export interface LocalLogOptions {
   segmentBytes?: number;
   /** Told of each failed write or sync (its records are rejected). */
   onFailure?: (err: unknown) => void;
-  /** Longest a `'soon'` record waits, written, for a sync (default 20 ms). */
+  /** Longest a `'soon'` record waits, written, for a sync (default 10 ms). */
   lazySyncMs?: number;
 }
 
 const HEADER_BYTES = 8;
 const SEGMENT_NAME = /^(\d{10})\.log$/;
 const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
-const DEFAULT_LAZY_SYNC_MS = 20;
+const DEFAULT_LAZY_SYNC_MS = 10;
 /** What `fsync` on a directory answers where the file system does not support it. */
 const DIRECTORY_SYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EISDIR', 'EPERM']);
 

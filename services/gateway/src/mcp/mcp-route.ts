@@ -117,10 +117,13 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     request.mcpContext = context;
   });
 
-  /** Audits a request refused before it is served (as its first message), answering that message's id. */
-  const auditRefusal = (request: FastifyRequest, body: unknown, reason: string): unknown => {
+  /**
+   * Audits a request refused before it is served (as its first message), answering that
+   * message's id once the entry is kept (single-process mode: in the local log, decision 070).
+   */
+  const auditRefusal = async (request: FastifyRequest, body: unknown, reason: string): Promise<unknown> => {
     const first = firstRequest(body);
-    options.toolCalls.auditRefusedRequest(request.mcpContext!, {
+    await options.toolCalls.auditRefusedRequest(request.mcpContext!, {
       method: first.method || `HTTP ${request.method}`, name: first.name, args: extractArgs(body),
       sessionId: headerOf(request, 'mcp-session-id'), callerIp: request.ip,
     }, reason);
@@ -141,12 +144,12 @@ export async function mcpRoutes(app: FastifyInstance, options: {
     }
 
     if (context.agentStatus === 'disabled') {
-      return rpcError(reply, 403, JSONRPC_FORBIDDEN, 'This agent is disabled', auditRefusal(request, body, 'Agent is disabled'));
+      return rpcError(reply, 403, JSONRPC_FORBIDDEN, 'This agent is disabled', await auditRefusal(request, body, 'Agent is disabled'));
     }
 
     // Each JSON-RPC request of a batch counts; a GET, a DELETE or a batch of notifications counts once.
     const overQuota = quota.takeCalls(context.keyId, context.agentId, Math.max(1, requestCountOf(body)));
-    if (overQuota) return refuse(reply, overQuota, auditRefusal(request, body, overQuota.reason));
+    if (overQuota) return refuse(reply, overQuota, await auditRefusal(request, body, overQuota.reason));
 
     const sessionId = headerOf(request, 'mcp-session-id');
     if (request.method === 'GET') {

@@ -210,11 +210,6 @@ export function createToolCallService(deps: {
     ...entry, decision: 'DENY', reason, matchedPolicyIds: [], matchedPolicyNames: [], policyDbIds: [], policyVersionIds: [], durationMs,
   });
 
-  /** Audits a refusal decided before any verdict, with nothing matched. */
-  function publishRefusal(entry: ReturnType<typeof baseEntry>, reason: string, durationMs = 0) {
-    deps.audit.publish(refusalOf(entry, reason, durationMs));
-  }
-
   /**
    * The call itself. In single-process mode (decision 070) no answer leaves before the call's
    * intent is durable in the local log: an entry stands for every answered call even if the
@@ -470,11 +465,18 @@ export function createToolCallService(deps: {
      * its JSON-RPC method, or `HTTP <method>` without a JSON-RPC body — is a protocol request
      * (`isProtocolRequest` in core), which call counters leave out (decisions 001, 071).
      */
-    auditRefusedRequest(context: MemberContext, request: ToolCallRequest & { method: string }, reason: string) {
+    /**
+     * Audits a request refused before it is served; resolves once its entry is in the local log
+     * (single-process mode, decision 070; at once on NATS), so the refusal is answered after it.
+     */
+    auditRefusedRequest(context: MemberContext, request: ToolCallRequest & { method: string }, reason: string): Promise<void> {
       const target = request.method === 'tools/call'
         ? callTargetOf(context, request.name, request.args)
         : agentTarget(context, clipName(request.method), clipName(request.method));
-      publishRefusal(baseEntry(context, request, target), reason);
+      const refusal = refusalOf(baseEntry(context, request, target), reason);
+      const written = deps.audit.intend(refusal);
+      deps.audit.publish(refusal);
+      return written;
     },
   };
 }
