@@ -53,7 +53,7 @@ export async function startStandalone(env: NodeJS.ProcessEnv): Promise<Standalon
     const database: DatabaseHandle = await openDatabase({ DATABASE_URL: env.DATABASE_URL, DATA_DIR: dataDir });
     cleanups.push(() => database.close());
     // Without NATS the bus is in-process; its audit entries are kept in a local log under DATA_DIR
-    // (fsync'd before a call goes upstream, replayed after a crash: decision 070).
+    // (written before a call goes upstream, synced within 10 ms, replayed after a crash: decision 070).
     const bus: Bus = env.NATS_URL
       ? await openBus({ NATS_URL: env.NATS_URL, NATS_SUBJECT_PREFIX: env.NATS_SUBJECT_PREFIX }, 'standalone')
       : openDurableMemoryBus({ dir: join(dataDir, AUDIT_LOG_DIR), report: (message, err) => process.stderr.write(`${message}${err ? `: ${err instanceof Error ? err.message : String(err)}` : ''}\n`) });

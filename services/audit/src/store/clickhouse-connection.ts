@@ -124,8 +124,9 @@ async function connectChdb(path: string): Promise<ClickHouseConnection> {
   // first served, so one tenant's burst of queries delayed everyone's), and a stream's start
   // is a synchronous call that waits on the engine while another query runs (it held this
   // process's event loop 30-50 ms behind a busy engine). Reads and stream starts take turns
-  // here: a stream starts only when the engine is free, so its start returns at once, and its
-  // chunks are fetched off the event loop. Inserts are asynchronous and go their own way.
+  // here: a stream starts only when the engine is free, so its start returns at once; each of
+  // its chunks is fetched off the event loop in a turn of its own. Inserts are asynchronous and
+  // go their own way.
   const turns = createFairTurns();
   for (const method of ['query', 'exec', 'command'] as const) {
     const original = chdbConnection[method].bind(chdbConnection) as (...args: unknown[]) => Promise<unknown>;
@@ -142,7 +143,18 @@ async function connectChdb(path: string): Promise<ClickHouseConnection> {
       try {
         // One chunk per engine block; the next is fetched only when the consumer asks.
         const stream = await turns.run(async () => session.queryStreamBind(query, params, { format }));
-        for await (const chunk of stream) yield chunk.raw();
+        // Each chunk is fetched in a turn of its own too: an export's engine work then counts
+        // for its tenant, and does not run beside another tenant's query.
+        const chunks = stream[Symbol.asyncIterator]();
+        try {
+          for (;;) {
+            const next = await turns.run(() => chunks.next());
+            if (next.done) break;
+            yield next.value.raw();
+          }
+        } finally {
+          await chunks.return?.();
+        }
       } finally {
         openStreams.delete(session);
         session.close();

@@ -23,15 +23,24 @@ export function tenantOfRequest(request: unknown): string {
 }
 
 /**
+ * Engine time (ms) a tenant that starts waiting may use ahead of one that keeps the engine busy:
+ * an audit page with its count and open-call check takes 10-30 ms of engine time here.
+ */
+const DEFAULT_CREDIT_MS = 50;
+
+/**
  * Turns on the embedded engine, one at a time, shared fairly between tenants by the engine time
  * they use (start-time fair queueing): each tenant's work waits in a queue of its own, and a
- * finished turn passes to the waiting tenant that has used the engine least. A tenant's count
- * starts at the current turn's when it starts waiting, so no tenant banks idle time. A tenant
- * that keeps the engine busy with many or long queries then delays another tenant's query by
- * at most the turn that is running, not by all of its own that are waiting.
+ * finished turn passes to the waiting tenant that has used the engine least. A tenant that
+ * starts waiting counts from the current turn's count less `creditMs` (as a scheduler places a
+ * task that wakes up a little behind the others): a tenant that was idle gets a short burst of
+ * turns ahead of one that keeps the engine busy, enough for one request's few statements, and no
+ * more, however long it was idle. So a tenant that keeps the engine busy with many or long
+ * queries delays another tenant's request by the turn that is running, not by its own that wait.
  */
-export function createFairTurns(o: { now?: () => number } = {}) {
+export function createFairTurns(o: { now?: () => number; creditMs?: number } = {}) {
   const now = o.now ?? (() => performance.now());
+  const credit = o.creditMs ?? DEFAULT_CREDIT_MS;
   const queues = new Map<string, Array<() => void>>();
   /** Engine time each tenant with work waiting or running has used, on one virtual clock. */
   const used = new Map<string, number>();
@@ -58,8 +67,8 @@ export function createFairTurns(o: { now?: () => number } = {}) {
     /** Runs `work` once it is this tenant's turn (the tenant set by `forTenant`, else one shared name). */
     run<T>(work: () => Promise<T>): Promise<T> {
       const tenant = tenantOfWork.getStore() ?? '';
-      // A tenant that starts waiting counts from the clock: it cannot bank the time it was idle.
-      if (!queues.has(tenant)) used.set(tenant, Math.max(used.get(tenant) ?? 0, clock));
+      // A tenant that starts waiting counts from just behind the clock: it cannot bank more idle time than that.
+      if (!queues.has(tenant)) used.set(tenant, Math.max(used.get(tenant) ?? -Infinity, clock - credit));
       return new Promise<T>((resolve, reject) => {
         const start = () => {
           clock = Math.max(clock, used.get(tenant)!);
@@ -72,8 +81,8 @@ export function createFairTurns(o: { now?: () => number } = {}) {
           }
           settled.then(resolve, reject).finally(() => {
             used.set(tenant, used.get(tenant)! + (now() - startedAt));
-            // Counts at or behind the clock say nothing a fresh start would not: forget them.
-            for (const [name, count] of used) if (count <= clock && !queues.has(name) && name !== tenant) used.delete(name);
+            // Counts at or behind where a fresh start begins say nothing more: forget them.
+            for (const [name, count] of used) if (count <= clock - credit && !queues.has(name) && name !== tenant) used.delete(name);
             next();
           });
         };
