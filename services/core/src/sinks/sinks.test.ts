@@ -12,7 +12,7 @@ const entry: SinkEntry = {
   id: '0192d6a8-0000-7000-8000-000000000001', timestamp: '2026-11-26T10:00:00.123Z', agentId: 'agent-1', agentName: 'Agent', memberId: 'member-1',
   memberName: 'dana@example.com', user: 'dana@example.com', memberKeyId: 'key-1', sessionId: 'session-1', service: 'github', tool: 'github__get_me',
   action: 'GithubMCP::Action::"get_me"', resource: 'GithubMCP::Service::"github"', callerIp: '10.0.0.7', toolArgs: { q: 'x' }, decision: 'DENY',
-  reason: 'Denied by policy "no"', matchedPolicyIds: ['p1'], matchedPolicyNames: ['no'], policyVersionIds: ['v1'], durationMs: 3, principal: 'Portcullis::Member::"member-1"',
+  reason: 'Denied by policy "no"', matchedPolicyIds: ['p1'], matchedPolicyNames: ['no'], policyDbIds: ['db-1'], policyVersionIds: ['v1'], durationMs: 3, principal: 'Portcullis::Member::"member-1"',
 };
 
 /** Development: loopback allowed, nothing listed. */
