@@ -199,6 +199,8 @@ const entriesWhere = (where: string) =>
   `(SELECT ${SELECT_COLUMNS} FROM ${TABLE} WHERE ${where} UNION ALL ${openRowsSql(SELECT_COLUMNS, where)})`;
 /** One row if `audit_open` holds any record, else none. */
 const ANY_OPEN_SQL = 'SELECT 1 FROM {database:Identifier}.audit_open LIMIT 1';
+/** The same for some agents only: another tenant's calls in flight cost a page read nothing (decision 069). */
+const ANY_OPEN_OF_AGENTS_SQL = 'SELECT 1 FROM {database:Identifier}.audit_open WHERE agent_id IN {openAgentIds:Array(String)} LIMIT 1';
 /** The outer query's source: the given columns (never `id`) of every entry matching `where`, each once, as `query` counts them. */
 const entriesOnce = (columns: string, where: string, withOpen: boolean) => (withOpen
   ? `(SELECT ${columns} FROM ${TABLE} WHERE ${where} UNION ALL SELECT ${columns} FROM (${openRowsSql(`id, ${columns}`, where)} LIMIT 1 BY id))`
@@ -455,7 +457,7 @@ function createAuditStore(connection: ClickHouseConnection, database: string): A
       });
       // `audit_open` is empty most of the time: asking costs under 1 ms, the filtered read of it
       // with its anti-join ~5 ms (chDB runs a process's queries one at a time, so it adds up).
-      const openRows = async () => ((await selectRows(ANY_OPEN_SQL, {})).length === 0 ? []
+      const openRows = async () => ((await selectRows(ANY_OPEN_OF_AGENTS_SQL, { openAgentIds: [...resolved.agentIds] })).length === 0 ? []
         : selectRows<AuditRow>(`${openRowsSql(SELECT_COLUMNS, where.sql)} ORDER BY timestamp DESC, id DESC LIMIT 1 BY id`, where.params));
       const [main, open] = await Promise.all([pageOf(page), openRows()]);
       const total = main.total + open.length;
