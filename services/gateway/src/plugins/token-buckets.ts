@@ -10,13 +10,15 @@ interface Bucket { tokens: number; at: number }
  * Token buckets in this process's memory, one per key (a member key, an agent, a client IP…),
  * each created full on first use. `take` draws from several buckets at once or from none, so
  * a refused request costs no bucket anything. Buckets that have refilled to full are the same
- * as absent ones and are dropped once there are more than `maxKeys`, so the map stays bounded
- * whatever keys a caller makes up.
+ * as absent ones and are dropped once there are more than `maxKeys` (a sweep at most once a
+ * second), so the map stays bounded by the keys that are really in use.
  */
 export function createTokenBuckets(o: { now?: () => number; maxKeys?: number } = {}) {
   const now = o.now ?? (() => performance.now());
   const maxKeys = o.maxKeys ?? 50_000;
   const buckets = new Map<string, Bucket>();
+  /** When the map last was swept: at most once a second, so a map of live buckets is not walked on every request. */
+  let sweptAt = -Infinity;
 
   function level(key: string, rate: BucketRate, at: number): Bucket {
     const bucket = buckets.get(key);
@@ -51,7 +53,10 @@ export function createTokenBuckets(o: { now?: () => number; maxKeys?: number } =
         rates.set(key.slice(0, key.indexOf(':')), rate);
         buckets.set(key, { tokens: bucket.tokens - count, at });
       }
-      if (buckets.size > maxKeys) sweep(at, rates);
+      if (buckets.size > maxKeys && at - sweptAt >= 1000) {
+        sweptAt = at;
+        sweep(at, rates);
+      }
       return undefined;
     },
     /** Whether the bucket holds fewer than one token (nothing is taken). */
